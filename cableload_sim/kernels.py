@@ -1,0 +1,804 @@
+"""Numba kernels: load-cable-quadrotor physics and the onboard controllers, compiled together.
+
+Everything here takes flat float64 arrays laid out by ``cableload_sim.layout`` and scalars, and
+allocates nothing inside the time loop. The Python shell (``EmbeddedSimulator``) owns the arrays.
+
+Physics
+-------
+Bodies: the load (index 0) and n quadrotors (index i + 1), rigid, with world position and
+velocity, attitude quaternion and body-frame angular velocity. Cables are massless unilateral
+spring-dampers between ``p_L + R_L rho_i`` and ``p_i + R_i r_i``: tension
+``max(0, k (L - l0) + c dL/dt)`` while stretched (``L > l0``), zero while slack; force only, no
+moment at the joints. Each quadrotor has four rotors with first-order speed dynamics
+(integrated exactly over a step), thrust ``k_f w^2`` and drag torque ``k_m w^2``.
+
+Integrator: velocity Verlet (kick-drift-kick) on the linear momenta and on the body-frame
+angular momenta, with the attitude advanced on the rotation group, ``q <- q (x) exp(h w / 2)``,
+and the half-step angular momentum carried into the new body frame by the inverse of that
+increment. Why:
+
+- cables are the stiff part (axial mode about 140 rad/s with the default 5000 N/m); Verlet is
+  symplectic and second order, so with damping off the energy error stays bounded at about
+  ``(w h)^2 / 8`` of the oscillation energy instead of drifting (RK2 gains energy, symplectic
+  Euler oscillates by ``w h / 2``), and it is stable up to ``w h < 2``;
+- cable forces are central, so this update conserves total linear and angular momentum to
+  rounding error, without gyroscopic terms written out (they come from carrying the momentum);
+- it needs one force evaluation per step (reused first-same-as-last), which is what makes more
+  than 1000x real time possible at 1 ms; RK4 would need four.
+Velocity-dependent forces (cable damping) use the half-step velocities, first order in the
+damping only. The default step is 1 ms (w h = 0.14); ``SimulationParams`` refuses steps > 2 ms.
+
+Controller (per quadrotor, every ``decimation`` physics steps)
+--------------------------------------------------------------
+Samples the last received plan at the current time (cubic Hermite between nodes for position,
+velocity and acceleration, linear for jerk and body rates), or holds hover where it entered
+hold when there is no plan, the plan has run out, or it held a non-finite value or
+non-increasing times (rejected, counted). Position: ``a_cmd = a_ref + Kp e_p + Kv e_v``; INDI
+force: ``F = F_filt + m (a_cmd - a_filt)`` where ``a_filt`` is the filtered measured
+acceleration and ``F_filt`` the equally filtered rotor thrust vector, so the cable's pull is
+compensated without a cable model. Tilt-prioritized attitude control (Brescianini et al. 2013)
+to the thrust direction at the held yaw, plus the plan's body-rate feedforward. INDI body rates:
+``tau = tau_filt + J (K_w (w_cmd - w) - alpha_filt)``. Rotor thrusts from the inverse
+allocation, yaw torque dropped first when a rotor saturates, then clipped.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from cableload_sim.layout import (
+    CM_DAMPING,
+    CM_LOAD_ATTACH,
+    CM_REST_LENGTH,
+    CM_SIZE,
+    CM_STIFFNESS,
+    CS_ACC_FILT,
+    CS_ALPHA_FILT,
+    CS_FORCE_FILT,
+    CS_HOLD_POS,
+    CS_HOLD_YAW,
+    CS_INITIALIZED,
+    CS_MODE,
+    CS_PREV_FORCE,
+    CS_PREV_RATE,
+    CS_PREV_TORQUE,
+    CS_PREV_VEL,
+    CS_ROTOR_CMD,
+    CS_SEGMENT,
+    CS_TORQUE_FILT,
+    G_ATT_GAIN,
+    G_DT,
+    G_FILTER_ALPHA,
+    G_KP,
+    G_KV,
+    G_MAX_POS_ERR,
+    G_RATE_GAIN,
+    G_TAN_MAX_TILT,
+    G_YAW_GAIN,
+    K_HOLD_UPDATES,
+    K_REJECTED_PLANS,
+    LOAD_POS,
+    LOAD_QUAT,
+    LOAD_RATE,
+    LOAD_SIZE,
+    LOAD_VEL,
+    M_GRAVITY,
+    M_HEADER,
+    M_LOAD_INERTIA,
+    M_LOAD_INERTIA_INV,
+    M_LOAD_MASS,
+    MODE_HOLD_EXPIRED,
+    MODE_HOLD_NO_PLAN,
+    MODE_HOLD_REJECTED,
+    MODE_TRACKING,
+    PLAN_NEW,
+    PLAN_REJECTED,
+    PLAN_VALID,
+    QM_ALLOC,
+    QM_ALLOC_INV,
+    QM_ATTACH,
+    QM_INERTIA,
+    QM_KF,
+    QM_MASS,
+    QM_MOTOR_TAU,
+    QM_SIZE,
+    QM_SPEED_MAX,
+    QM_SPEED_MIN,
+    QUAD_POS,
+    QUAD_QUAT,
+    QUAD_RATE,
+    QUAD_ROTOR,
+    QUAD_SIZE,
+    QUAD_VEL,
+    ST_LONGEST_SLACK,
+    ST_MAX_THRUST_RATIO,
+    ST_MIN_UAV_DIST_SQ,
+    ST_SLACK_ANY,
+    ST_STEPS,
+    ST_STREAK,
+    TR_ACC,
+    TR_JERK,
+    TR_POS,
+    TR_RATE,
+    TR_TIME,
+    TR_VEL,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers on scalars and fixed slots
+
+
+@njit(cache=True, inline="always")
+def _body_offset(b):
+    """State offset of body b: 0 for the load, quadrotor i at b = i + 1."""
+    return 0 if b == 0 else LOAD_SIZE + QUAD_SIZE * (b - 1)
+
+
+@njit(cache=True)
+def quat_to_rot(x, k, R, b):
+    """Write the rotation matrix of the quaternion x[k:k+4] into R[b, 0:9] (row-major)."""
+    w = x[k]
+    qx = x[k + 1]
+    qy = x[k + 2]
+    qz = x[k + 3]
+    s = 2.0 / (w * w + qx * qx + qy * qy + qz * qz)
+    R[b, 0] = 1.0 - s * (qy * qy + qz * qz)
+    R[b, 1] = s * (qx * qy - w * qz)
+    R[b, 2] = s * (qx * qz + w * qy)
+    R[b, 3] = s * (qx * qy + w * qz)
+    R[b, 4] = 1.0 - s * (qx * qx + qz * qz)
+    R[b, 5] = s * (qy * qz - w * qx)
+    R[b, 6] = s * (qx * qz - w * qy)
+    R[b, 7] = s * (qy * qz + w * qx)
+    R[b, 8] = 1.0 - s * (qx * qx + qy * qy)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forces
+
+
+@njit(cache=True)
+def compute_forces(x, model, n, wrench, R, force, torque, tension):
+    """Forces (world, N) and body-frame torques (N m) on every body at state x.
+
+    Writes R (n+1, 9) rotation matrices, force (n+1, 3), torque (n+1, 3) and tension (n,) (N).
+    ``wrench`` (6,) is an external force and torque on the load, both world frame.
+    Cable damping uses the velocities stored in x.
+    """
+    g = model[M_GRAVITY]
+    for b in range(n + 1):
+        quat_to_rot(x, _body_offset(b) + 3, R, b)
+    # load: gravity and the external wrench
+    mL = model[M_LOAD_MASS]
+    force[0, 0] = wrench[0]
+    force[0, 1] = wrench[1]
+    force[0, 2] = wrench[2] - mL * g
+    for r in range(3):
+        torque[0, r] = R[0, r] * wrench[3] + R[0, 3 + r] * wrench[4] + R[0, 6 + r] * wrench[5]
+    # quadrotors: gravity, rotor thrust along body z, rotor torques
+    for i in range(n):
+        b = i + 1
+        o = LOAD_SIZE + QUAD_SIZE * i
+        qm = M_HEADER + QM_SIZE * i
+        kf = model[qm + QM_KF]
+        f0 = kf * x[o + QUAD_ROTOR] ** 2
+        f1 = kf * x[o + QUAD_ROTOR + 1] ** 2
+        f2 = kf * x[o + QUAD_ROTOR + 2] ** 2
+        f3 = kf * x[o + QUAD_ROTOR + 3] ** 2
+        thrust = f0 + f1 + f2 + f3
+        force[b, 0] = R[b, 2] * thrust
+        force[b, 1] = R[b, 5] * thrust
+        force[b, 2] = R[b, 8] * thrust - model[qm + QM_MASS] * g
+        for r in range(3):
+            a = qm + QM_ALLOC + 4 * (r + 1)
+            torque[b, r] = model[a] * f0 + model[a + 1] * f1 + model[a + 2] * f2 + model[a + 3] * f3
+    # cables
+    cm0 = M_HEADER + QM_SIZE * n
+    wLx = x[LOAD_RATE]
+    wLy = x[LOAD_RATE + 1]
+    wLz = x[LOAD_RATE + 2]
+    for i in range(n):
+        b = i + 1
+        o = LOAD_SIZE + QUAD_SIZE * i
+        cm = cm0 + CM_SIZE * i
+        qm = M_HEADER + QM_SIZE * i
+        # attachment on the load: world offset and velocity
+        rx = model[cm + CM_LOAD_ATTACH]
+        ry = model[cm + CM_LOAD_ATTACH + 1]
+        rz = model[cm + CM_LOAD_ATTACH + 2]
+        oLx = R[0, 0] * rx + R[0, 1] * ry + R[0, 2] * rz
+        oLy = R[0, 3] * rx + R[0, 4] * ry + R[0, 5] * rz
+        oLz = R[0, 6] * rx + R[0, 7] * ry + R[0, 8] * rz
+        cx = wLy * rz - wLz * ry
+        cy = wLz * rx - wLx * rz
+        cz = wLx * ry - wLy * rx
+        vLx = x[LOAD_VEL] + R[0, 0] * cx + R[0, 1] * cy + R[0, 2] * cz
+        vLy = x[LOAD_VEL + 1] + R[0, 3] * cx + R[0, 4] * cy + R[0, 5] * cz
+        vLz = x[LOAD_VEL + 2] + R[0, 6] * cx + R[0, 7] * cy + R[0, 8] * cz
+        # attachment on the quadrotor
+        sx = model[qm + QM_ATTACH]
+        sy = model[qm + QM_ATTACH + 1]
+        sz = model[qm + QM_ATTACH + 2]
+        oQx = R[b, 0] * sx + R[b, 1] * sy + R[b, 2] * sz
+        oQy = R[b, 3] * sx + R[b, 4] * sy + R[b, 5] * sz
+        oQz = R[b, 6] * sx + R[b, 7] * sy + R[b, 8] * sz
+        wx = x[o + QUAD_RATE]
+        wy = x[o + QUAD_RATE + 1]
+        wz = x[o + QUAD_RATE + 2]
+        cx = wy * sz - wz * sy
+        cy = wz * sx - wx * sz
+        cz = wx * sy - wy * sx
+        vQx = x[o + QUAD_VEL] + R[b, 0] * cx + R[b, 1] * cy + R[b, 2] * cz
+        vQy = x[o + QUAD_VEL + 1] + R[b, 3] * cx + R[b, 4] * cy + R[b, 5] * cz
+        vQz = x[o + QUAD_VEL + 2] + R[b, 6] * cx + R[b, 7] * cy + R[b, 8] * cz
+        # cable vector from the load's end to the quadrotor's end
+        dx = x[o + QUAD_POS] + oQx - x[LOAD_POS] - oLx
+        dy = x[o + QUAD_POS + 1] + oQy - x[LOAD_POS + 1] - oLy
+        dz = x[o + QUAD_POS + 2] + oQz - x[LOAD_POS + 2] - oLz
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        stretch = length - model[cm + CM_REST_LENGTH]
+        t = 0.0
+        if stretch > 0.0:
+            inv = 1.0 / length
+            dx *= inv
+            dy *= inv
+            dz *= inv
+            rate = dx * (vQx - vLx) + dy * (vQy - vLy) + dz * (vQz - vLz)
+            t = model[cm + CM_STIFFNESS] * stretch + model[cm + CM_DAMPING] * rate
+            if t < 0.0:
+                t = 0.0
+        tension[i] = t
+        if t == 0.0:
+            continue
+        fx = t * dx
+        fy = t * dy
+        fz = t * dz
+        force[0, 0] += fx
+        force[0, 1] += fy
+        force[0, 2] += fz
+        force[b, 0] -= fx
+        force[b, 1] -= fy
+        force[b, 2] -= fz
+        # torques in the body frames: r x (R^T f)
+        bx = R[0, 0] * fx + R[0, 3] * fy + R[0, 6] * fz
+        by = R[0, 1] * fx + R[0, 4] * fy + R[0, 7] * fz
+        bz = R[0, 2] * fx + R[0, 5] * fy + R[0, 8] * fz
+        torque[0, 0] += ry * bz - rz * by
+        torque[0, 1] += rz * bx - rx * bz
+        torque[0, 2] += rx * by - ry * bx
+        bx = -(R[b, 0] * fx + R[b, 3] * fy + R[b, 6] * fz)
+        by = -(R[b, 1] * fx + R[b, 4] * fy + R[b, 7] * fz)
+        bz = -(R[b, 2] * fx + R[b, 5] * fy + R[b, 8] * fz)
+        torque[b, 0] += sy * bz - sz * by
+        torque[b, 1] += sz * bx - sx * bz
+        torque[b, 2] += sx * by - sy * bx
+
+
+# ---------------------------------------------------------------------------------------------
+# Integrator pieces
+
+
+@njit(cache=True)
+def _inertia(model, b, k, r):
+    """Entry (k, r) of body b's inertia tensor (kg m^2)."""
+    if b == 0:
+        return model[M_LOAD_INERTIA + 3 * k + r]
+    if k != r:
+        return 0.0
+    return model[M_HEADER + QM_SIZE * (b - 1) + QM_INERTIA + k]
+
+
+@njit(cache=True)
+def _inverse_inertia(model, b, k, r):
+    if b == 0:
+        return model[M_LOAD_INERTIA_INV + 3 * k + r]
+    if k != r:
+        return 0.0
+    return 1.0 / model[M_HEADER + QM_SIZE * (b - 1) + QM_INERTIA + k]
+
+
+@njit(cache=True)
+def _mass(model, b):
+    return model[M_LOAD_MASS] if b == 0 else model[M_HEADER + QM_SIZE * (b - 1) + QM_MASS]
+
+
+@njit(cache=True)
+def _kick(x, model, n, force, torque, half_h, mom):
+    """Half-step kick of every body: v += h/2 F/m; body momentum += h/2 tau; w = J^-1 momentum.
+
+    ``mom`` (n+1, 3) holds each body's angular momentum in its body frame between calls.
+    """
+    for b in range(n + 1):
+        o = _body_offset(b)
+        inv_m = 1.0 / _mass(model, b)
+        for r in range(3):
+            x[o + 7 + r] += half_h * force[b, r] * inv_m
+            mom[b, r] += half_h * torque[b, r]
+        for k in range(3):
+            acc = 0.0
+            for r in range(3):
+                acc += _inverse_inertia(model, b, k, r) * mom[b, r]
+            x[o + 10 + k] = acc
+
+
+@njit(cache=True)
+def _drift(x, n, h, mom):
+    """Move every body by h with its (half-step) velocities; carry body momenta to the new frame."""
+    for b in range(n + 1):
+        o = _body_offset(b)
+        for r in range(3):
+            x[o + r] += h * x[o + 7 + r]
+        # attitude increment dq = exp(h w / 2), Taylor series (|h w| is far below 0.1 rad)
+        ax = 0.5 * h * x[o + 10]
+        ay = 0.5 * h * x[o + 11]
+        az = 0.5 * h * x[o + 12]
+        a2 = ax * ax + ay * ay + az * az
+        cw = 1.0 - a2 * (0.5 - a2 / 24.0)
+        sv = 1.0 - a2 * (1.0 / 6.0 - a2 / 120.0)
+        dw = cw
+        dx = sv * ax
+        dy = sv * ay
+        dz = sv * az
+        qw = x[o + 3]
+        qx = x[o + 4]
+        qy = x[o + 5]
+        qz = x[o + 6]
+        nw = qw * dw - qx * dx - qy * dy - qz * dz
+        nx = qw * dx + qx * dw + qy * dz - qz * dy
+        ny = qw * dy - qx * dz + qy * dw + qz * dx
+        nz = qw * dz + qx * dy - qy * dx + qz * dw
+        inv = 1.0 / math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        x[o + 3] = nw * inv
+        x[o + 4] = nx * inv
+        x[o + 5] = ny * inv
+        x[o + 6] = nz * inv
+        # momentum seen from the rotated body frame: m' = dR^T m, dR the increment's rotation
+        s = 2.0 / (dw * dw + dx * dx + dy * dy + dz * dz)
+        mx = mom[b, 0]
+        my = mom[b, 1]
+        mz = mom[b, 2]
+        mom[b, 0] = (1.0 - s * (dy * dy + dz * dz)) * mx + s * (dx * dy + dw * dz) * my \
+            + s * (dx * dz - dw * dy) * mz
+        mom[b, 1] = s * (dx * dy - dw * dz) * mx + (1.0 - s * (dx * dx + dz * dz)) * my \
+            + s * (dy * dz + dw * dx) * mz
+        mom[b, 2] = s * (dx * dz + dw * dy) * mx + s * (dy * dz - dw * dx) * my \
+            + (1.0 - s * (dx * dx + dy * dy)) * mz
+
+
+@njit(cache=True)
+def _momenta_from_rates(x, model, n, mom):
+    for b in range(n + 1):
+        o = _body_offset(b)
+        for k in range(3):
+            acc = 0.0
+            for r in range(3):
+                acc += _inertia(model, b, k, r) * x[o + 10 + r]
+            mom[b, k] = acc
+
+
+@njit(cache=True)
+def _rates_from_momenta(x, model, n, mom):
+    for b in range(n + 1):
+        o = _body_offset(b)
+        for k in range(3):
+            acc = 0.0
+            for r in range(3):
+                acc += _inverse_inertia(model, b, k, r) * mom[b, r]
+            x[o + 10 + k] = acc
+
+
+@njit(cache=True)
+def _motors(x, ctrl, model, n, h):
+    """Exact first-order response of every rotor toward its commanded speed over h."""
+    for i in range(n):
+        o = LOAD_SIZE + QUAD_SIZE * i
+        decay = math.exp(-h / model[M_HEADER + QM_SIZE * i + QM_MOTOR_TAU])
+        for r in range(4):
+            cmd = ctrl[i, CS_ROTOR_CMD + r]
+            x[o + QUAD_ROTOR + r] = cmd + (x[o + QUAD_ROTOR + r] - cmd) * decay
+
+
+# ---------------------------------------------------------------------------------------------
+# Controller
+
+
+@njit(cache=True)
+def _validate_plan(plan):
+    """A plan is usable when all its values are finite and its node times strictly increase."""
+    nodes = plan.shape[0]
+    for j in range(nodes):
+        for f in range(plan.shape[1]):
+            if not math.isfinite(plan[j, f]):
+                return False
+        if j > 0 and plan[j, TR_TIME] <= plan[j - 1, TR_TIME]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _hermite(p0, m0, p1, m1, dt, s):
+    """Cubic Hermite value between (p0, slope m0) and (p1, slope m1) at s in [0, 1] of dt."""
+    s2 = s * s
+    s3 = s2 * s
+    return (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * dt * m0 + (-2 * s3 + 3 * s2) * p1 \
+        + (s3 - s2) * dt * m1
+
+
+@njit(cache=True)
+def sample_plan(plan, t, hint, out):
+    """Sample a valid plan at time t into out (15,): p, v, a, jerk, body rates.
+
+    Returns the segment index used, or -1 when t is past the last node. Before the first node
+    the first node's values are used.
+    """
+    nodes = plan.shape[0]
+    if t > plan[nodes - 1, TR_TIME]:
+        return -1
+    if t <= plan[0, TR_TIME]:
+        for f in range(15):
+            out[f] = plan[0, 1 + f]
+        return 0
+    j = hint if 0 <= hint < nodes - 1 else 0
+    if plan[j, TR_TIME] > t:
+        j = 0
+    while j < nodes - 2 and plan[j + 1, TR_TIME] < t:
+        j += 1
+    dt = plan[j + 1, TR_TIME] - plan[j, TR_TIME]
+    s = (t - plan[j, TR_TIME]) / dt
+    for r in range(3):
+        out[r] = _hermite(plan[j, TR_POS + r], plan[j, TR_VEL + r],
+                          plan[j + 1, TR_POS + r], plan[j + 1, TR_VEL + r], dt, s)
+        out[3 + r] = _hermite(plan[j, TR_VEL + r], plan[j, TR_ACC + r],
+                              plan[j + 1, TR_VEL + r], plan[j + 1, TR_ACC + r], dt, s)
+        out[6 + r] = _hermite(plan[j, TR_ACC + r], plan[j, TR_JERK + r],
+                              plan[j + 1, TR_ACC + r], plan[j + 1, TR_JERK + r], dt, s)
+        out[9 + r] = (1 - s) * plan[j, TR_JERK + r] + s * plan[j + 1, TR_JERK + r]
+        out[12 + r] = (1 - s) * plan[j, TR_RATE + r] + s * plan[j + 1, TR_RATE + r]
+    return j
+
+
+@njit(cache=True)
+def _rotor_wrench(x, o, cmodel, qm, R, b, out):
+    """Thrust vector (world, out[0:3]) and rotor torque (body, out[3:6]) from rotor speeds."""
+    kf = cmodel[qm + QM_KF]
+    thrust = 0.0
+    for r in range(3):
+        out[3 + r] = 0.0
+    for k in range(4):
+        f = kf * x[o + QUAD_ROTOR + k] ** 2
+        thrust += f
+        for r in range(3):
+            out[3 + r] += cmodel[qm + QM_ALLOC + 4 * (r + 1) + k] * f
+    out[0] = R[b, 2] * thrust
+    out[1] = R[b, 5] * thrust
+    out[2] = R[b, 8] * thrust
+
+
+@njit(cache=True)
+def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R, scratch):
+    """One update of quadrotor i's onboard controller at time t.
+
+    Reads the state x (its own block only) and its plan; writes its controller state cs (row),
+    its rotor speed commands cs[CS_ROTOR_CMD:...] and counters. ``R`` (n+1, 9) must hold the
+    current rotation matrices; ``scratch`` is a (32,) work array.
+    """
+    o = LOAD_SIZE + QUAD_SIZE * i
+    qm = M_HEADER + QM_SIZE * i
+    b = i + 1
+    dt = gains[G_DT]
+    alpha = gains[G_FILTER_ALPHA]
+    g = cmodel[M_GRAVITY]
+    mass = cmodel[qm + QM_MASS]
+    rw = scratch[26:32]
+    _rotor_wrench(x, o, cmodel, qm, R, b, rw)
+    yaw_now = math.atan2(R[b, 3], R[b, 0])
+
+    # measurements and INDI filters
+    if cs[CS_INITIALIZED] == 0.0:
+        for r in range(3):
+            cs[CS_ACC_FILT + r] = 0.0
+            cs[CS_ALPHA_FILT + r] = 0.0
+            cs[CS_FORCE_FILT + r] = rw[r]
+            cs[CS_TORQUE_FILT + r] = rw[3 + r]
+            cs[CS_HOLD_POS + r] = x[o + QUAD_POS + r]
+        cs[CS_ACC_FILT + 2] = 0.0
+        cs[CS_HOLD_YAW] = yaw_now
+        cs[CS_MODE] = MODE_HOLD_NO_PLAN
+        cs[CS_INITIALIZED] = 1.0
+    else:
+        for r in range(3):
+            acc = (x[o + QUAD_VEL + r] - cs[CS_PREV_VEL + r]) / dt
+            ang = (x[o + QUAD_RATE + r] - cs[CS_PREV_RATE + r]) / dt
+            fmid = 0.5 * (rw[r] + cs[CS_PREV_FORCE + r])
+            tmid = 0.5 * (rw[3 + r] + cs[CS_PREV_TORQUE + r])
+            cs[CS_ACC_FILT + r] += alpha * (acc - cs[CS_ACC_FILT + r])
+            cs[CS_ALPHA_FILT + r] += alpha * (ang - cs[CS_ALPHA_FILT + r])
+            cs[CS_FORCE_FILT + r] += alpha * (fmid - cs[CS_FORCE_FILT + r])
+            cs[CS_TORQUE_FILT + r] += alpha * (tmid - cs[CS_TORQUE_FILT + r])
+    for r in range(3):
+        cs[CS_PREV_VEL + r] = x[o + QUAD_VEL + r]
+        cs[CS_PREV_RATE + r] = x[o + QUAD_RATE + r]
+        cs[CS_PREV_FORCE + r] = rw[r]
+        cs[CS_PREV_TORQUE + r] = rw[3 + r]
+
+    # reference: the plan, or hover hold
+    if plan_status[i] == PLAN_NEW:
+        if _validate_plan(plan):
+            plan_status[i] = PLAN_VALID
+            cs[CS_SEGMENT] = 0.0
+        else:
+            plan_status[i] = PLAN_REJECTED
+            counters[i, K_REJECTED_PLANS] += 1.0
+    ref = scratch[0:15]
+    mode = MODE_HOLD_NO_PLAN
+    if plan_status[i] == PLAN_VALID:
+        seg = sample_plan(plan, t, int(cs[CS_SEGMENT]), ref)
+        if seg >= 0:
+            mode = MODE_TRACKING
+            cs[CS_SEGMENT] = seg
+        else:
+            mode = MODE_HOLD_EXPIRED
+    elif plan_status[i] == PLAN_REJECTED:
+        mode = MODE_HOLD_REJECTED
+    if mode != MODE_TRACKING:
+        if cs[CS_MODE] == MODE_TRACKING:
+            for r in range(3):
+                cs[CS_HOLD_POS + r] = x[o + QUAD_POS + r]
+            cs[CS_HOLD_YAW] = yaw_now
+        for f in range(15):
+            ref[f] = 0.0
+        for r in range(3):
+            ref[r] = cs[CS_HOLD_POS + r]
+        counters[i, K_HOLD_UPDATES] += 1.0
+    cs[CS_MODE] = mode
+
+    # position control with INDI force compensation
+    ex = ref[0] - x[o + QUAD_POS]
+    ey = ref[1] - x[o + QUAD_POS + 1]
+    ez = ref[2] - x[o + QUAD_POS + 2]
+    enorm = math.sqrt(ex * ex + ey * ey + ez * ez)
+    if enorm > gains[G_MAX_POS_ERR]:
+        scale = gains[G_MAX_POS_ERR] / enorm
+        ex *= scale
+        ey *= scale
+        ez *= scale
+    e = scratch[15:18]
+    e[0] = ex
+    e[1] = ey
+    e[2] = ez
+    F = scratch[18:21]
+    for r in range(3):
+        acmd = ref[6 + r] + gains[G_KP + r] * e[r] \
+            + gains[G_KV + r] * (ref[3 + r] - x[o + QUAD_VEL + r])
+        F[r] = cs[CS_FORCE_FILT + r] + mass * (acmd - cs[CS_ACC_FILT + r])
+    # keep the thrust axis upward and within the tilt limit
+    fz_min = 0.2 * mass * g
+    if F[2] < fz_min:
+        F[2] = fz_min
+    fh = math.sqrt(F[0] * F[0] + F[1] * F[1])
+    fh_max = gains[G_TAN_MAX_TILT] * F[2]
+    if fh > fh_max:
+        F[0] *= fh_max / fh
+        F[1] *= fh_max / fh
+    fn = math.sqrt(F[0] * F[0] + F[1] * F[1] + F[2] * F[2])
+    zx = F[0] / fn
+    zy = F[1] / fn
+    zz = F[2] / fn
+    thrust = F[0] * R[b, 2] + F[1] * R[b, 5] + F[2] * R[b, 8]
+
+    # desired attitude: thrust axis z, heading the held yaw
+    yaw = cs[CS_HOLD_YAW]
+    cxw = math.cos(yaw)
+    cyw = math.sin(yaw)
+    yx = zy * 0.0 - zz * cyw
+    yy = zz * cxw - zx * 0.0
+    yz = zx * cyw - zy * cxw
+    yn = math.sqrt(yx * yx + yy * yy + yz * yz)
+    yx /= yn
+    yy /= yn
+    yz /= yn
+    xx = yy * zz - yz * zy
+    xy = yz * zx - yx * zz
+    xz = yx * zy - yy * zx
+    # rotation matrix [x y z] -> quaternion (Shepperd); R[r][c] = column c's component r
+    tr = xx + yy + zz
+    if tr > 0.0:
+        s = 2.0 * math.sqrt(1.0 + tr)
+        dw = 0.25 * s
+        dxq = (yz - zy) / s
+        dyq = (zx - xz) / s
+        dzq = (xy - yx) / s
+    elif xx > yy and xx > zz:
+        s = 2.0 * math.sqrt(1.0 + xx - yy - zz)
+        dw = (yz - zy) / s
+        dxq = 0.25 * s
+        dyq = (yx + xy) / s
+        dzq = (zx + xz) / s
+    elif yy > zz:
+        s = 2.0 * math.sqrt(1.0 + yy - xx - zz)
+        dw = (zx - xz) / s
+        dxq = (yx + xy) / s
+        dyq = 0.25 * s
+        dzq = (zy + yz) / s
+    else:
+        s = 2.0 * math.sqrt(1.0 + zz - xx - yy)
+        dw = (xy - yx) / s
+        dxq = (zx + xz) / s
+        dyq = (zy + yz) / s
+        dzq = 0.25 * s
+    # error quaternion q_e = conj(q) (x) q_des
+    qw = x[o + QUAD_QUAT]
+    qx = -x[o + QUAD_QUAT + 1]
+    qy = -x[o + QUAD_QUAT + 2]
+    qz = -x[o + QUAD_QUAT + 3]
+    ew = qw * dw - qx * dxq - qy * dyq - qz * dzq
+    ewx = qw * dxq + qx * dw + qy * dzq - qz * dyq
+    ewy = qw * dyq - qx * dzq + qy * dw + qz * dxq
+    ewz = qw * dzq + qx * dyq - qy * dxq + qz * dw
+    if ew < 0.0:
+        ew = -ew
+        ewx = -ewx
+        ewy = -ewy
+        ewz = -ewz
+    # tilt-prioritized split q_e = q_tilt (x) q_yaw
+    c = math.sqrt(ew * ew + ewz * ewz)
+    w_cmd = scratch[21:24]
+    if c > 1e-9:
+        w_cmd[0] = gains[G_ATT_GAIN] * (ew * ewx - ewy * ewz) / c
+        w_cmd[1] = gains[G_ATT_GAIN] * (ew * ewy + ewx * ewz) / c
+        w_cmd[2] = gains[G_YAW_GAIN] * ewz / c
+    else:  # upside down relative to the target: rotate about x
+        w_cmd[0] = gains[G_ATT_GAIN]
+        w_cmd[1] = 0.0
+        w_cmd[2] = 0.0
+    for r in range(3):
+        w_cmd[r] += ref[12 + r]
+
+    # INDI body-rate control
+    tau = scratch[24:27]
+    for r in range(3):
+        alpha_cmd = gains[G_RATE_GAIN + r] * (w_cmd[r] - x[o + QUAD_RATE + r])
+        tau[r] = cs[CS_TORQUE_FILT + r] \
+            + cmodel[qm + QM_INERTIA + r] * (alpha_cmd - cs[CS_ALPHA_FILT + r])
+
+    # allocation: yaw torque dropped first when a rotor saturates, then clip
+    kf = cmodel[qm + QM_KF]
+    f_min = kf * cmodel[qm + QM_SPEED_MIN] ** 2
+    f_max = kf * cmodel[qm + QM_SPEED_MAX] ** 2
+    thrust = min(max(thrust, 4.0 * f_min), 4.0 * f_max)
+    for attempt in range(2):
+        saturated = False
+        for k in range(4):
+            a = qm + QM_ALLOC_INV + 4 * k
+            f = cmodel[a] * thrust + cmodel[a + 1] * tau[0] + cmodel[a + 2] * tau[1]
+            if attempt == 0:
+                f += cmodel[a + 3] * tau[2]
+            if f < f_min or f > f_max:
+                saturated = True
+            scratch[k] = f
+        if not saturated:
+            break
+    for k in range(4):
+        f = min(max(scratch[k], f_min), f_max)
+        cs[CS_ROTOR_CMD + k] = math.sqrt(f / kf)
+
+
+# ---------------------------------------------------------------------------------------------
+# Time stepping
+
+
+@njit(cache=True)
+def _step_statistics(x, n, h, tension, model, stats):
+    """Per-step bookkeeping: slack time, longest slack, thrust ratio, closest quadrotors."""
+    stats[ST_STEPS] += 1.0
+    any_slack = False
+    for i in range(n):
+        if tension[i] == 0.0:
+            any_slack = True
+            stats[ST_STREAK + i] += h
+            if stats[ST_STREAK + i] > stats[ST_LONGEST_SLACK]:
+                stats[ST_LONGEST_SLACK] = stats[ST_STREAK + i]
+        else:
+            stats[ST_STREAK + i] = 0.0
+        o = LOAD_SIZE + QUAD_SIZE * i
+        qm = M_HEADER + QM_SIZE * i
+        w2 = 0.0
+        for r in range(4):
+            w2 += x[o + QUAD_ROTOR + r] ** 2
+        ratio = w2 / (4.0 * model[qm + QM_SPEED_MAX] ** 2)
+        if ratio > stats[ST_MAX_THRUST_RATIO]:
+            stats[ST_MAX_THRUST_RATIO] = ratio
+        for k in range(i):
+            ok = LOAD_SIZE + QUAD_SIZE * k
+            d2 = 0.0
+            for r in range(3):
+                d2 += (x[o + r] - x[ok + r]) ** 2
+            if d2 < stats[ST_MIN_UAV_DIST_SQ]:
+                stats[ST_MIN_UAV_DIST_SQ] = d2
+    if any_slack:
+        stats[ST_SLACK_ANY] += 1.0
+
+
+@njit(cache=True)
+def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step0, h, n_steps,
+            decimation, wrench, stats, log_every, log_x, log_tension):
+    """Advance one system by ``n_steps`` physics steps of ``h`` seconds.
+
+    ``step0`` is the global index of the first step (time ``step0 * h``); the controllers run
+    on every step whose global index is a multiple of ``decimation``. ``wrench`` (m, 6) gives
+    the load's external world force and torque for each step (the last row repeats when
+    m < n_steps). When ``log_every`` > 0, the state and tensions after every global step
+    index that is a multiple of it go to ``log_x`` and ``log_tension``; returns the number
+    of rows written.
+    """
+    R = np.empty((n + 1, 9))
+    force = np.empty((n + 1, 3))
+    torque = np.empty((n + 1, 3))
+    tension = np.empty(n)
+    mom = np.empty((n + 1, 3))
+    scratch = np.empty(32)
+    rows = 0
+    half = 0.5 * h
+    m_last = wrench.shape[0] - 1
+    compute_forces(x, model, n, wrench[0], R, force, torque, tension)
+    _momenta_from_rates(x, model, n, mom)
+    for k in range(n_steps):
+        step = step0 + k
+        if step % decimation == 0:
+            t = step * h
+            for i in range(n):
+                controller_update(x, i, ctrl[i], plans[i], plan_status, counters, cmodel, gains,
+                                  t, R, scratch)
+        _kick(x, model, n, force, torque, half, mom)
+        _drift(x, n, h, mom)
+        _rates_from_momenta(x, model, n, mom)
+        _motors(x, ctrl, model, n, h)
+        compute_forces(x, model, n, wrench[min(k + 1, m_last)], R, force, torque, tension)
+        _kick(x, model, n, force, torque, half, mom)
+        _step_statistics(x, n, h, tension, model, stats)
+        if log_every > 0 and (step + 1) % log_every == 0 and rows < log_x.shape[0]:
+            for s in range(x.shape[0]):
+                log_x[rows, s] = x[s]
+            for i in range(n):
+                log_tension[rows, i] = tension[i]
+            rows += 1
+    return rows
+
+
+@njit(cache=True, parallel=True)
+def advance_batch(X, CTRL, PLANS, STATUS, COUNTERS, MODELS, cmodel, gains, n, step0, h, n_steps,
+                  decimation, WRENCH, STATS):
+    """``advance`` for B independent systems in parallel (no logging); leading axis B."""
+    log_x = np.empty((0, X.shape[1]))
+    log_tension = np.empty((0, n))
+    for bsys in prange(X.shape[0]):
+        advance(X[bsys], CTRL[bsys], PLANS[bsys], STATUS[bsys], COUNTERS[bsys], MODELS[bsys],
+                cmodel, gains, n, step0, h, n_steps, decimation, WRENCH[bsys], STATS[bsys], 0,
+                log_x, log_tension)
+
+
+@njit(cache=True)
+def cable_tensions(x, model, n, out_tension, out_dir):
+    """Tension (N) of each cable and its unit direction from the load's end to the quadrotor's."""
+    R = np.empty((n + 1, 9))
+    force = np.empty((n + 1, 3))
+    torque = np.empty((n + 1, 3))
+    zero = np.zeros(6)
+    compute_forces(x, model, n, zero, R, force, torque, out_tension)
+    cm0 = M_HEADER + QM_SIZE * n
+    for i in range(n):
+        o = LOAD_SIZE + QUAD_SIZE * i
+        qm = M_HEADER + QM_SIZE * i
+        cm = cm0 + CM_SIZE * i
+        d = np.zeros(3)
+        for r in range(3):
+            d[r] = x[o + r] - x[LOAD_POS + r]
+            for c in range(3):
+                d[r] += R[i + 1, 3 * r + c] * model[qm + QM_ATTACH + c] \
+                    - R[0, 3 * r + c] * model[cm + CM_LOAD_ATTACH + c]
+        norm = math.sqrt(d[0] ** 2 + d[1] ** 2 + d[2] ** 2)
+        for r in range(3):
+            out_dir[i, r] = d[r] / norm

@@ -1,0 +1,224 @@
+"""Flat float64 layouts shared by the numba kernels and the Python shell around them.
+
+This module is the only place that knows an index or a size:
+
+- the simulation **state** ``x``: the load block (position, attitude, velocity, body rates)
+  followed by one block per quadrotor (the same plus four rotor speeds);
+- the **model** vector: everything the physics needs (gravity, masses, inertias and their
+  inverses, rotor allocation, cables), packed from ``SystemParams``;
+- the **controller** gains vector and each quadrotor's **controller state**;
+- the **trajectory buffer**: the nodes of the last plan each quadrotor received.
+
+Integer constants are module globals, so numba compiles them in as literals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cableload_sim.horizon import N_NODES
+from cableload_sim.params import ControllerParams, SimulationParams, SystemParams
+
+# --- state ------------------------------------------------------------------------------------
+# Load block: world position (m), attitude quaternion w,x,y,z (body->world), world velocity (m/s),
+# body angular velocity (rad/s).
+LOAD_POS = 0
+LOAD_QUAT = 3
+LOAD_VEL = 7
+LOAD_RATE = 10
+LOAD_SIZE = 13
+# Quadrotor block: the same, then the four rotor speeds (rad/s).
+QUAD_POS = 0
+QUAD_QUAT = 3
+QUAD_VEL = 7
+QUAD_RATE = 10
+QUAD_ROTOR = 13
+QUAD_SIZE = 17
+
+
+def state_size(n_uavs: int) -> int:
+    return LOAD_SIZE + QUAD_SIZE * n_uavs
+
+
+def quad_offset(i: int) -> int:
+    """Index of quadrotor ``i``'s block in the state."""
+    return LOAD_SIZE + QUAD_SIZE * i
+
+
+# --- model ------------------------------------------------------------------------------------
+M_GRAVITY = 0
+M_LOAD_MASS = 1
+M_LOAD_INERTIA = 2  # 3x3 row-major
+M_LOAD_INERTIA_INV = 11  # 3x3 row-major
+M_HEADER = 20
+# Per-quadrotor block
+QM_MASS = 0
+QM_INERTIA = 1  # principal moments (3)
+QM_ATTACH = 4  # cable attachment, body frame (3)
+QM_KF = 7
+QM_KM = 8
+QM_SPEED_MIN = 9
+QM_SPEED_MAX = 10
+QM_MOTOR_TAU = 11
+QM_ALLOC = 12  # 4x4 row-major: rotor thrusts -> [thrust, torque]
+QM_ALLOC_INV = 28  # 4x4 row-major
+QM_SIZE = 44
+# Per-cable block
+CM_REST_LENGTH = 0
+CM_STIFFNESS = 1
+CM_DAMPING = 2
+CM_LOAD_ATTACH = 3  # load frame (3)
+CM_SIZE = 6
+
+
+def model_size(n_uavs: int) -> int:
+    return M_HEADER + (QM_SIZE + CM_SIZE) * n_uavs
+
+
+def quad_model_offset(i: int) -> int:
+    return M_HEADER + QM_SIZE * i
+
+
+def cable_model_offset(n_uavs: int, i: int) -> int:
+    return M_HEADER + QM_SIZE * n_uavs + CM_SIZE * i
+
+
+def pack_model(system: SystemParams) -> np.ndarray:
+    """The model vector of ``system`` (what the physics kernels simulate)."""
+    n = system.n_uavs
+    m = np.zeros(model_size(n))
+    m[M_GRAVITY] = system.gravity
+    m[M_LOAD_MASS] = system.load.mass
+    inertia = system.load.inertia_matrix()
+    m[M_LOAD_INERTIA : M_LOAD_INERTIA + 9] = inertia.ravel()
+    m[M_LOAD_INERTIA_INV : M_LOAD_INERTIA_INV + 9] = np.linalg.inv(inertia).ravel()
+    for i, quad in enumerate(system.quadrotors):
+        b = quad_model_offset(i)
+        m[b + QM_MASS] = quad.mass
+        m[b + QM_INERTIA : b + QM_INERTIA + 3] = quad.inertia
+        m[b + QM_ATTACH : b + QM_ATTACH + 3] = quad.attachment
+        rotor = quad.rotor
+        m[b + QM_KF] = rotor.thrust_coeff
+        m[b + QM_KM] = rotor.torque_coeff
+        m[b + QM_SPEED_MIN] = rotor.speed_min
+        m[b + QM_SPEED_MAX] = rotor.speed_max
+        m[b + QM_MOTOR_TAU] = rotor.time_constant
+        alloc = rotor.allocation_matrix()
+        m[b + QM_ALLOC : b + QM_ALLOC + 16] = alloc.ravel()
+        m[b + QM_ALLOC_INV : b + QM_ALLOC_INV + 16] = np.linalg.inv(alloc).ravel()
+    for i, (cable, rho) in enumerate(zip(system.cables, system.load.attachments)):
+        b = cable_model_offset(n, i)
+        m[b + CM_REST_LENGTH] = cable.length
+        m[b + CM_STIFFNESS] = cable.stiffness
+        m[b + CM_DAMPING] = cable.damping
+        m[b + CM_LOAD_ATTACH : b + CM_LOAD_ATTACH + 3] = rho
+    return m
+
+
+# --- controller gains -------------------------------------------------------------------------
+G_KP = 0  # (3)
+G_KV = 3  # (3)
+G_ATT_GAIN = 6  # 2 / tilt time constant (1/s)
+G_YAW_GAIN = 7  # 2 / yaw time constant (1/s)
+G_RATE_GAIN = 8  # (3)
+G_FILTER_ALPHA = 11  # first-order filter blend per controller update (-)
+G_TAN_MAX_TILT = 12
+G_MAX_POS_ERR = 13
+G_DT = 14  # controller period (s)
+G_SIZE = 15
+
+
+def controller_decimation(controller: ControllerParams, simulation: SimulationParams) -> int:
+    """Physics steps per controller update; the rate must divide the physics rate."""
+    ratio = 1.0 / (controller.rate_hz * simulation.physics_dt)
+    steps = round(ratio)
+    if steps < 1 or abs(ratio - steps) > 1e-6:
+        raise ValueError(
+            f"controller.rate_hz={controller.rate_hz!r} is not a whole fraction of the physics "
+            f"rate 1/{simulation.physics_dt!r} Hz; expected physics_dt * rate_hz = 1/k"
+        )
+    return steps
+
+
+def pack_gains(controller: ControllerParams, simulation: SimulationParams) -> np.ndarray:
+    g = np.zeros(G_SIZE)
+    dt = controller_decimation(controller, simulation) * simulation.physics_dt
+    g[G_KP : G_KP + 3] = controller.kp
+    g[G_KV : G_KV + 3] = controller.kv
+    g[G_ATT_GAIN] = 2.0 / controller.attitude_time_constant
+    g[G_YAW_GAIN] = 2.0 / controller.yaw_time_constant
+    g[G_RATE_GAIN : G_RATE_GAIN + 3] = controller.rate_gain
+    g[G_FILTER_ALPHA] = 1.0 - math.exp(-2.0 * math.pi * controller.filter_cutoff_hz * dt)
+    g[G_TAN_MAX_TILT] = math.tan(math.radians(controller.max_tilt_deg))
+    g[G_MAX_POS_ERR] = controller.max_position_error
+    g[G_DT] = dt
+    return g
+
+
+# --- controller state (per quadrotor) ---------------------------------------------------------
+CS_ACC_FILT = 0  # filtered measured acceleration, world (3)
+CS_FORCE_FILT = 3  # filtered rotor thrust vector, world (3), same filter
+CS_ALPHA_FILT = 6  # filtered measured angular acceleration, body (3)
+CS_TORQUE_FILT = 9  # filtered rotor torque, body (3), same filter
+CS_PREV_VEL = 12  # velocity at the previous update (3)
+CS_PREV_RATE = 15  # body rates at the previous update (3)
+CS_PREV_FORCE = 18  # rotor thrust vector at the previous update (3)
+CS_PREV_TORQUE = 21  # rotor torque at the previous update (3)
+CS_HOLD_POS = 24  # position held while hovering without a usable plan (3)
+CS_HOLD_YAW = 27  # yaw held (rad)
+CS_MODE = 28  # MODE_* below
+CS_ROTOR_CMD = 29  # commanded rotor speeds (4)
+CS_INITIALIZED = 33  # 0 until the first update has seeded the filters
+CS_SEGMENT = 34  # index of the plan segment used last (search hint)
+CS_SIZE = 35
+
+MODE_TRACKING = 0.0
+MODE_HOLD_NO_PLAN = 1.0
+MODE_HOLD_EXPIRED = 2.0
+MODE_HOLD_REJECTED = 3.0
+
+# --- trajectory buffer (per quadrotor): N_NODES rows of these fields ----------------------------
+TR_TIME = 0
+TR_POS = 1
+TR_VEL = 4
+TR_ACC = 7
+TR_JERK = 10
+TR_RATE = 13
+TR_SIZE = 16
+
+# plan status per quadrotor
+PLAN_NONE = 0
+PLAN_NEW = 1
+PLAN_VALID = 2
+PLAN_REJECTED = 3
+
+# counters per quadrotor, accumulated by the kernels
+K_REJECTED_PLANS = 0
+K_HOLD_UPDATES = 1
+K_SIZE = 2
+
+
+def empty_plans(n_uavs: int, n_nodes: int = N_NODES) -> tuple[np.ndarray, np.ndarray]:
+    """Trajectory buffer (n, n_nodes, TR_SIZE) and plan status (n,) with no plan received."""
+    return np.zeros((n_uavs, n_nodes, TR_SIZE)), np.full(n_uavs, PLAN_NONE, dtype=np.int64)
+
+
+# --- per-system statistics accumulated by the kernels ---------------------------------------
+ST_STEPS = 0  # physics steps taken
+ST_SLACK_ANY = 1  # steps with at least one slack cable
+ST_MAX_THRUST_RATIO = 2  # largest collective thrust over its maximum (-)
+ST_LONGEST_SLACK = 3  # longest time one cable stayed slack (s)
+ST_MIN_UAV_DIST_SQ = 4  # smallest squared distance between two quadrotors (m^2)
+ST_STREAK = 5  # current slack streak of each cable (s), n entries
+
+
+def stats_size(n_uavs: int) -> int:
+    return ST_STREAK + n_uavs
+
+
+def new_stats(n_uavs: int) -> np.ndarray:
+    stats = np.zeros(stats_size(n_uavs))
+    stats[ST_MIN_UAV_DIST_SQ] = np.inf
+    return stats

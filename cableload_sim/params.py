@@ -1,0 +1,572 @@
+"""Parameters of the physical system, the onboard controller and the simulation, from TOML.
+
+Each physical thing is one frozen dataclass whose fields carry their unit in the docstring.
+Derived quantities (total mass, inertia of a box, allocation matrix, maximum thrust) are
+methods, never stored defaults, so overriding a mass can never leave a stale value behind.
+
+A configuration file has these tables, each optional except ``[load]``:
+
+```toml
+gravity = 9.81
+[load]            # LoadParams; `attachments` (n x 3) or `uavs` + `attachment_radius`
+[quadrotor]       # QuadrotorParams, the same for every quadrotor
+[quadrotor.rotor] # RotorParams
+[cable]           # CableParams, the same for every cable
+[formation]       # FormationParams
+[controller]      # ControllerParams
+[simulation]      # SimulationParams
+[mismatch]        # MismatchParams: what the simulator does differently from the config
+```
+
+Unknown keys, wrong types and out-of-range values fail with a ``ConfigError`` naming the key,
+the value and what was expected. ``load_config()`` without a path gives the paper's setup
+(``cableload_sim/configs/paper.toml``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Field checks. Each check returns the converted value or raises ConfigError.
+
+
+def _number(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{path}: expected a number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ConfigError(f"{path}: expected a finite number, got {value!r}")
+    return value
+
+
+def _positive(path: str, value: Any) -> float:
+    value = _number(path, value)
+    if value <= 0.0:
+        raise ConfigError(f"{path}: expected a positive number, got {value!r}")
+    return value
+
+
+def _non_negative(path: str, value: Any) -> float:
+    value = _number(path, value)
+    if value < 0.0:
+        raise ConfigError(f"{path}: expected a non-negative number, got {value!r}")
+    return value
+
+
+def _integer(path: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{path}: expected an integer, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ConfigError(f"{path}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _vector(path: str, value: Any, length: int, check=_number) -> tuple[float, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) != length:
+        raise ConfigError(f"{path}: expected a list of {length} numbers, got {value!r}")
+    return tuple(check(f"{path}[{k}]", v) for k, v in enumerate(value))
+
+
+def _number_list(path: str, value: Any) -> tuple[float, ...]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{path}: expected a non-empty list of numbers, got {value!r}")
+    return tuple(_number(f"{path}[{k}]", v) for k, v in enumerate(value))
+
+
+def _points(path: str, value: Any) -> tuple[tuple[float, float, float], ...]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{path}: expected a list of [x, y, z] points, got {value!r}")
+    return tuple(_vector(f"{path}[{k}]", p, 3) for k, p in enumerate(value))
+
+
+def _check_table(path: str, table: Any, allowed: set[str]) -> dict:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: expected a table, got {table!r}")
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key {unknown[0]!r}; expected one of {sorted(allowed)}"
+        )
+    return table
+
+
+def _fields_from(cls, path: str, table: dict, checks: dict, nested: dict | None = None):
+    """Build dataclass ``cls`` from ``table``: every key checked, defaults for the rest."""
+    nested = nested or {}
+    _check_table(path, table, set(checks) | set(nested))
+    kwargs = {}
+    for name, check in checks.items():
+        if name in table:
+            kwargs[name] = check(f"{path}.{name}", table[name])
+    for name, builder in nested.items():
+        if name in table:
+            kwargs[name] = builder(f"{path}.{name}", table[name])
+    return cls(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Physical parameters
+
+
+@dataclass(frozen=True)
+class RotorParams:
+    """The four rotors of one quadrotor, in X configuration."""
+
+    arm_length: float = 0.15
+    """Distance from the centre of gravity to each rotor axis (m)."""
+    thrust_coeff: float = 8.0e-7
+    """Thrust per squared rotor speed, k_f (N s^2 / rad^2)."""
+    torque_coeff: float = 1.28e-8
+    """Drag torque per squared rotor speed, k_m (N m s^2 / rad^2)."""
+    speed_min: float = 150.0
+    """Lowest rotor speed while armed (rad/s)."""
+    speed_max: float = 2500.0
+    """Highest rotor speed (rad/s)."""
+    time_constant: float = 0.025
+    """First-order motor time constant (s)."""
+
+    def max_thrust(self) -> float:
+        """Collective thrust with every rotor at full speed (N)."""
+        return 4.0 * self.thrust_coeff * self.speed_max**2
+
+    def min_thrust(self) -> float:
+        """Collective thrust with every rotor at idle (N)."""
+        return 4.0 * self.thrust_coeff * self.speed_min**2
+
+    def rotor_positions(self) -> np.ndarray:
+        """Rotor centres in the body frame (4, 3), m: front-right, rear-left, front-left, rear-right."""
+        d = self.arm_length / math.sqrt(2.0)
+        return np.array([[d, -d, 0.0], [-d, d, 0.0], [d, d, 0.0], [-d, -d, 0.0]])
+
+    def spin_directions(self) -> np.ndarray:
+        """+1 for rotors whose drag torque acts along +z of the body, -1 otherwise (4,)."""
+        return np.array([1.0, 1.0, -1.0, -1.0])
+
+    def allocation_matrix(self) -> np.ndarray:
+        """Map from the four rotor thrusts (N) to [collective thrust (N), body torque (N m)]."""
+        pos = self.rotor_positions()
+        ratio = self.torque_coeff / self.thrust_coeff
+        return np.vstack([np.ones(4), pos[:, 1], -pos[:, 0], ratio * self.spin_directions()])
+
+
+@dataclass(frozen=True)
+class QuadrotorParams:
+    """One quadrotor: a rigid body with four rotors and a cable attached below it."""
+
+    mass: float = 0.6
+    """Mass (kg)."""
+    inertia: tuple[float, float, float] = (0.0025, 0.0025, 0.0045)
+    """Principal moments of inertia about the body axes (kg m^2)."""
+    attachment: tuple[float, float, float] = (0.0, 0.0, -0.03)
+    """Cable attachment point in the body frame (m); 0.03 m below the centre of gravity."""
+    rotor: RotorParams = field(default_factory=RotorParams)
+
+    def inertia_matrix(self) -> np.ndarray:
+        """Inertia tensor in the body frame (kg m^2)."""
+        return np.diag(self.inertia)
+
+
+@dataclass(frozen=True)
+class LoadParams:
+    """The rigid load, its frame at the centre of mass."""
+
+    mass: float = 1.4
+    """Mass (kg)."""
+    size: tuple[float, float, float] = (0.54, 0.45, 0.15)
+    """Box dimensions along the load's x, y, z axes (m); used for the default inertia and drawing."""
+    attachments: tuple[tuple[float, float, float], ...] = (
+        (0.26, 0.22, 0.06),
+        (0.26, -0.22, 0.06),
+        (-0.28, 0.0, 0.06),
+    )
+    """Cable attachment points rho_i in the load frame (m), one per quadrotor."""
+    inertia: tuple[float, float, float] | None = None
+    """Principal moments of inertia (kg m^2); None means a solid box of ``size`` and ``mass``."""
+
+    def inertia_matrix(self) -> np.ndarray:
+        """Inertia tensor in the load frame (kg m^2)."""
+        if self.inertia is not None:
+            return np.diag(self.inertia)
+        a, b, c = self.size
+        return np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) * self.mass / 12.0
+
+
+@dataclass(frozen=True)
+class CableParams:
+    """A massless cable: a unilateral spring-damper, pulling only when stretched."""
+
+    length: float = 1.0
+    """Rest length (m)."""
+    stiffness: float = 5000.0
+    """Axial stiffness (N/m); 5 mm of stretch at 25 N, i.e. stiff but not rigid."""
+    damping: float = 15.0
+    """Axial damping (N s/m)."""
+
+
+@dataclass(frozen=True)
+class FormationParams:
+    """Hover geometry: where the quadrotors sit relative to the load at rest.
+
+    The cables splay outward along lines that meet on the vertical through the load's centre
+    of mass, below it, so the hanging load is in equilibrium level. The splay is the larger of
+    ``min_cable_angle_deg`` and the angle that keeps neighbours ``min_spacing_m`` apart.
+    """
+
+    min_cable_angle_deg: float = 30.0
+    """Smallest mean angle between a cable and the vertical at hover (deg)."""
+    min_spacing_m: float = 1.2
+    """Smallest distance between two quadrotors at hover (m)."""
+
+
+@dataclass(frozen=True)
+class SystemParams:
+    """The whole multi-lift system: one load, n quadrotors, n cables (quadrotor i on cable i)."""
+
+    load: LoadParams
+    quadrotors: tuple[QuadrotorParams, ...]
+    cables: tuple[CableParams, ...]
+    gravity: float = 9.81
+    """Gravitational acceleration, pointing down the world z axis (m/s^2)."""
+    formation: FormationParams = field(default_factory=FormationParams)
+
+    def __post_init__(self):
+        n = len(self.load.attachments)
+        if n < 2:
+            raise ConfigError(f"load.attachments: expected at least 2 attachment points, got {n}")
+        if len(self.quadrotors) != n or len(self.cables) != n:
+            raise ConfigError(
+                f"load.attachments: {n} attachment points but {len(self.quadrotors)} quadrotors "
+                f"and {len(self.cables)} cables; expected one of each per attachment point"
+            )
+
+    @property
+    def n_uavs(self) -> int:
+        return len(self.quadrotors)
+
+    def total_mass(self) -> float:
+        """Load plus quadrotors (kg)."""
+        return self.load.mass + sum(q.mass for q in self.quadrotors)
+
+    def attachment_array(self) -> np.ndarray:
+        """Load attachment points (n, 3), load frame (m)."""
+        return np.array(self.load.attachments, dtype=float)
+
+    def with_uavs(self, n: int) -> SystemParams:
+        """Same parts, ``n`` quadrotors on a regular polygon of the current mean attachment radius."""
+        n = _integer("uavs", n, 2)
+        if n == self.n_uavs:
+            return self
+        rho = self.attachment_array()
+        radius = float(np.mean(np.linalg.norm(rho[:, :2], axis=1)))
+        height = float(np.mean(rho[:, 2]))
+        load = dataclasses.replace(self.load, attachments=polygon_attachments(n, radius, height))
+        return dataclasses.replace(
+            self,
+            load=load,
+            quadrotors=(self.quadrotors[0],) * n,
+            cables=(self.cables[0],) * n,
+        )
+
+
+def polygon_attachments(n: int, radius: float, height: float) -> tuple[tuple[float, float, float], ...]:
+    """``n`` attachment points on a regular polygon in the plane z = height, the first on +x."""
+    angles = 2.0 * math.pi * np.arange(n) / n
+    return tuple((radius * math.cos(a), radius * math.sin(a), height) for a in angles)
+
+
+@dataclass(frozen=True)
+class MismatchParams:
+    """What the simulated system does differently from what planners and controllers are told."""
+
+    load_mass_scale: float = 1.0
+    """Simulated load mass over nominal load mass (-); inertia scales with it."""
+    attachment_offsets: tuple[tuple[float, float, float], ...] | None = None
+    """Added to each load attachment point, load frame (m); None for none."""
+    cable_length_deltas: tuple[float, ...] | None = None
+    """Added to each cable's rest length (m); None for none."""
+
+    def apply(self, system: SystemParams) -> SystemParams:
+        """The simulated system: ``system`` with this mismatch."""
+        n = system.n_uavs
+        load = system.load
+        attachments = load.attachments
+        if self.attachment_offsets is not None:
+            if len(self.attachment_offsets) != n:
+                raise ConfigError(
+                    f"mismatch.attachment_offsets: expected {n} offsets (one per quadrotor), "
+                    f"got {len(self.attachment_offsets)}"
+                )
+            attachments = tuple(
+                tuple(a + d for a, d in zip(p, off))
+                for p, off in zip(attachments, self.attachment_offsets)
+            )
+        inertia = load.inertia_matrix().diagonal() * self.load_mass_scale
+        load = dataclasses.replace(
+            load,
+            mass=load.mass * self.load_mass_scale,
+            inertia=tuple(float(x) for x in inertia),
+            attachments=attachments,
+        )
+        cables = system.cables
+        if self.cable_length_deltas is not None:
+            if len(self.cable_length_deltas) != n:
+                raise ConfigError(
+                    f"mismatch.cable_length_deltas: expected {n} values (one per cable), "
+                    f"got {len(self.cable_length_deltas)}"
+                )
+            cables = tuple(
+                dataclasses.replace(c, length=c.length + d)
+                for c, d in zip(cables, self.cable_length_deltas)
+            )
+            for k, c in enumerate(cables):
+                if c.length <= 0.0:
+                    raise ConfigError(
+                        f"mismatch.cable_length_deltas[{k}]: makes cable {k} length "
+                        f"{c.length!r} m; expected a positive length"
+                    )
+        return dataclasses.replace(system, load=load, cables=cables)
+
+
+# ---------------------------------------------------------------------------------------------
+# Controller and simulation
+
+
+@dataclass(frozen=True)
+class ControllerParams:
+    """Onboard controller of every quadrotor: flatness + INDI position, tilt-prioritized
+    attitude, INDI body rates. Gains were tuned in closed loop on the paper's setup."""
+
+    rate_hz: float = 500.0
+    """Controller update rate (Hz); a whole number of physics steps per update."""
+    kp: tuple[float, float, float] = (14.0, 14.0, 18.0)
+    """Position error gain per world axis (1/s^2)."""
+    kv: tuple[float, float, float] = (7.0, 7.0, 8.0)
+    """Velocity error gain per world axis (1/s)."""
+    attitude_time_constant: float = 0.06
+    """Time constant of the roll/pitch (tilt) attitude loop (s)."""
+    yaw_time_constant: float = 0.3
+    """Time constant of the yaw attitude loop (s)."""
+    rate_gain: tuple[float, float, float] = (30.0, 30.0, 10.0)
+    """Body-rate error to angular-acceleration gain (1/s)."""
+    filter_cutoff_hz: float = 25.0
+    """Cut-off of the first-order filters on acceleration, angular acceleration and the matching
+    thrust and torque estimates (Hz); equal on both sides as INDI needs."""
+    max_tilt_deg: float = 60.0
+    """Largest commanded tilt of the thrust axis from vertical (deg)."""
+    max_position_error: float = 1.0
+    """Position errors longer than this are clipped before the gain (m)."""
+
+
+@dataclass(frozen=True)
+class SimulationParams:
+    """Embedded simulator settings."""
+
+    physics_dt: float = 0.001
+    """Physics step (s)."""
+    planner_rate_hz: float = 10.0
+    """Rate at which planners send new trajectories (Hz)."""
+    log_rate_hz: float = 100.0
+    """Rate of the recorded time series (Hz)."""
+    collision_distance_m: float = 0.4
+    """An episode stops when two quadrotors come closer than this (m)."""
+    divergence_distance_m: float = 3.0
+    """An episode stops when the load is farther than this from its reference (m)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything one configuration file holds."""
+
+    system: SystemParams
+    controller: ControllerParams = field(default_factory=ControllerParams)
+    simulation: SimulationParams = field(default_factory=SimulationParams)
+    mismatch: MismatchParams = field(default_factory=MismatchParams)
+
+    def with_uavs(self, n: int) -> Config:
+        return dataclasses.replace(self, system=self.system.with_uavs(n))
+
+    def to_dict(self) -> dict:
+        """JSON-serializable form (the resolved configuration written beside results)."""
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# TOML loading
+
+
+def _rotor(path: str, table: dict) -> RotorParams:
+    checks = {name: _positive for name in (
+        "arm_length", "thrust_coeff", "torque_coeff", "speed_max", "time_constant")}
+    checks["speed_min"] = _non_negative
+    rotor = _fields_from(RotorParams, path, table, checks)
+    if rotor.speed_min >= rotor.speed_max:
+        raise ConfigError(
+            f"{path}.speed_min: expected less than speed_max={rotor.speed_max!r}, "
+            f"got {rotor.speed_min!r}"
+        )
+    return rotor
+
+
+def _quadrotor(path: str, table: dict) -> QuadrotorParams:
+    checks = {
+        "mass": _positive,
+        "inertia": lambda p, v: _vector(p, v, 3, _positive),
+        "attachment": lambda p, v: _vector(p, v, 3),
+    }
+    return _fields_from(QuadrotorParams, path, table, checks, nested={"rotor": _rotor})
+
+
+def _cable(path: str, table: dict) -> CableParams:
+    checks = {"length": _positive, "stiffness": _positive, "damping": _non_negative}
+    return _fields_from(CableParams, path, table, checks)
+
+
+def _formation(path: str, table: dict) -> FormationParams:
+    def angle(p, v):
+        v = _non_negative(p, v)
+        if v >= 80.0:
+            raise ConfigError(f"{p}: expected an angle below 80 deg, got {v!r}")
+        return v
+
+    return _fields_from(
+        FormationParams, path, table, {"min_cable_angle_deg": angle, "min_spacing_m": _non_negative}
+    )
+
+
+def _controller(path: str, table: dict) -> ControllerParams:
+    positive3 = lambda p, v: _vector(p, v, 3, _positive)  # noqa: E731
+    checks = {
+        "rate_hz": _positive,
+        "kp": positive3,
+        "kv": positive3,
+        "attitude_time_constant": _positive,
+        "yaw_time_constant": _positive,
+        "rate_gain": positive3,
+        "filter_cutoff_hz": _positive,
+        "max_tilt_deg": _positive,
+        "max_position_error": _positive,
+    }
+    return _fields_from(ControllerParams, path, table, checks)
+
+
+def _simulation(path: str, table: dict) -> SimulationParams:
+    checks = {name: _positive for name in (
+        "physics_dt", "planner_rate_hz", "log_rate_hz", "collision_distance_m",
+        "divergence_distance_m")}
+    sim = _fields_from(SimulationParams, path, table, checks)
+    if sim.physics_dt > 0.002:
+        raise ConfigError(
+            f"{path}.physics_dt: expected at most 0.002 s (stiff cables), got {sim.physics_dt!r}"
+        )
+    return sim
+
+
+def _mismatch(path: str, table: dict) -> MismatchParams:
+    checks = {
+        "load_mass_scale": _positive,
+        "attachment_offsets": _points,
+        "cable_length_deltas": _number_list,
+    }
+    return _fields_from(MismatchParams, path, table, checks)
+
+
+def _load(path: str, table: dict, n_uavs: int | None) -> LoadParams:
+    _check_table(
+        path, table,
+        {"mass", "size", "inertia", "attachments", "uavs", "attachment_radius", "attachment_height"},
+    )
+    kwargs: dict[str, Any] = {}
+    if "mass" in table:
+        kwargs["mass"] = _positive(f"{path}.mass", table["mass"])
+    if "size" in table:
+        kwargs["size"] = _vector(f"{path}.size", table["size"], 3, _positive)
+    if "inertia" in table:
+        kwargs["inertia"] = _vector(f"{path}.inertia", table["inertia"], 3, _positive)
+    if "uavs" in table:
+        table_n = _integer(f"{path}.uavs", table["uavs"], 2)
+        if n_uavs is not None and n_uavs != table_n:
+            raise ConfigError(f"{path}.uavs: {table_n} conflicts with the requested {n_uavs} uavs")
+        n_uavs = table_n
+    if "attachments" in table:
+        points = _points(f"{path}.attachments", table["attachments"])
+        if n_uavs is not None and len(points) != n_uavs:
+            raise ConfigError(
+                f"{path}.attachments: expected {n_uavs} points (one per quadrotor), "
+                f"got {len(points)}"
+            )
+        kwargs["attachments"] = points
+    elif n_uavs is not None:
+        radius = _positive(f"{path}.attachment_radius", table.get("attachment_radius", 0.3))
+        height = _number(f"{path}.attachment_height", table.get("attachment_height", 0.06))
+        kwargs["attachments"] = polygon_attachments(n_uavs, radius, height)
+    return LoadParams(**kwargs)
+
+
+def config_from_dict(data: dict, source: str = "config") -> Config:
+    """Build a ``Config`` from a parsed TOML document; ``source`` names it in errors."""
+    _check_table(
+        source, data,
+        {"gravity", "load", "quadrotor", "cable", "formation", "controller", "simulation",
+         "mismatch"},
+    )
+    load = _load(f"{source}:load", data.get("load", {}), None)
+    n = len(load.attachments)
+    quad = _quadrotor(f"{source}:quadrotor", data.get("quadrotor", {}))
+    cable = _cable(f"{source}:cable", data.get("cable", {}))
+    system = SystemParams(
+        load=load,
+        quadrotors=(quad,) * n,
+        cables=(cable,) * n,
+        gravity=_positive(f"{source}:gravity", data.get("gravity", 9.81)),
+        formation=_formation(f"{source}:formation", data.get("formation", {})),
+    )
+    mismatch = _mismatch(f"{source}:mismatch", data.get("mismatch", {}))
+    mismatch.apply(system)  # validates lengths against n now, not at first use
+    return Config(
+        system=system,
+        controller=_controller(f"{source}:controller", data.get("controller", {})),
+        simulation=_simulation(f"{source}:simulation", data.get("simulation", {})),
+        mismatch=mismatch,
+    )
+
+
+PAPER_CONFIG = "paper.toml"
+
+
+def load_config(path: str | Path | None = None, uavs: int | None = None) -> Config:
+    """Read a TOML configuration (the paper's setup when ``path`` is None).
+
+    ``uavs`` replaces the number of quadrotors, placing the attachment points on a regular
+    polygon of the configured mean radius.
+    """
+    if path is None:
+        text = resources.files("cableload_sim.configs").joinpath(PAPER_CONFIG).read_text()
+        source = PAPER_CONFIG
+    else:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {str(path)!r} does not exist")
+        text = path.read_text()
+        source = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{source}: not valid TOML: {err}") from err
+    config = config_from_dict(data, source)
+    if uavs is not None:
+        config = config.with_uavs(uavs)
+    return config

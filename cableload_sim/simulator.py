@@ -1,0 +1,173 @@
+"""The stateful shell around the numba kernels: one simulated multi-lift system.
+
+``Simulator`` owns the flat arrays (state, controller states, plan buffers, statistics) and
+calls ``kernels.advance``; it holds no physics of its own. Planners are told ``config.system``;
+the simulator flies ``config.mismatch.apply(config.system)``, and the onboard controllers know
+only the nominal quadrotor parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cableload_sim import kernels, layout
+from cableload_sim.horizon import N_NODES
+from cableload_sim.params import Config
+from cableload_sim.statics import hover_geometry, hover_state
+from cableload_sim.world import UavTrajectory, WorldState
+
+
+@dataclass(frozen=True)
+class StepLog:
+    """Samples recorded during one ``Simulator.advance``: time first axis."""
+
+    t: np.ndarray  # (k,)
+    x: np.ndarray  # (k, state size)
+    tension: np.ndarray  # (k, n)
+
+
+@dataclass(frozen=True)
+class SimulatorStats:
+    """Accumulated since the last reset."""
+
+    sim_time_s: float
+    slack_fraction: float
+    longest_slack_s: float
+    max_thrust_ratio: float
+    min_uav_distance_m: float
+    rejected_plans: np.ndarray  # (n,)
+    hold_updates: np.ndarray  # (n,) controller updates spent holding hover
+
+
+class Simulator:
+    """One load-cable-quadrotor system with its onboard controllers, stepped by numba kernels."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.nominal = config.system
+        self.simulated = config.mismatch.apply(config.system)
+        self.n = self.nominal.n_uavs
+        sim = config.simulation
+        self.h = sim.physics_dt
+        self.decimation = layout.controller_decimation(config.controller, sim)
+        self.model = layout.pack_model(self.simulated)
+        self.cmodel = layout.pack_model(self.nominal)
+        self.gains = layout.pack_gains(config.controller, sim)
+        self.log_every = max(1, round(1.0 / (sim.log_rate_hz * self.h)))
+        self.x = np.zeros(layout.state_size(self.n))
+        self.step = 0
+        self._zero_wrench = np.zeros((1, 6))
+        self.reset(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+
+    @property
+    def time(self) -> float:
+        return self.step * self.h
+
+    def reset(self, load_p, load_q) -> None:
+        """All bodies at rest in hover equilibrium around the load pose; controllers fresh."""
+        hover = hover_state(self.simulated, load_p, load_q, hover_geometry(self.simulated))
+        x = np.zeros(layout.state_size(self.n))
+        x[layout.LOAD_POS : layout.LOAD_POS + 3] = hover.load_p
+        x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4] = hover.load_q
+        for i in range(self.n):
+            o = layout.quad_offset(i)
+            x[o + layout.QUAD_POS : o + layout.QUAD_POS + 3] = hover.uav_p[i]
+            x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] = hover.uav_q[i]
+            x[o + layout.QUAD_ROTOR : o + layout.QUAD_ROTOR + 4] = hover.rotor_speeds[i]
+        self.set_state(x)
+        for i in range(self.n):
+            self.ctrl[i, layout.CS_ROTOR_CMD : layout.CS_ROTOR_CMD + 4] = hover.rotor_speeds[i]
+
+    def set_state(self, x: np.ndarray, step: int = 0) -> None:
+        """Replace the physical state; controllers, plans and statistics start afresh."""
+        x = np.asarray(x, dtype=float)
+        if x.shape != (layout.state_size(self.n),) or not np.isfinite(x).all():
+            raise ValueError(
+                f"state: expected {layout.state_size(self.n)} finite values, got shape {x.shape}"
+            )
+        self.x = x.copy()
+        self.step = int(step)
+        self.ctrl = np.zeros((self.n, layout.CS_SIZE))
+        for i in range(self.n):
+            o = layout.quad_offset(i) + layout.QUAD_ROTOR
+            self.ctrl[i, layout.CS_ROTOR_CMD : layout.CS_ROTOR_CMD + 4] = self.x[o : o + 4]
+        self.plans, self.plan_status = layout.empty_plans(self.n)
+        self.counters = np.zeros((self.n, layout.K_SIZE))
+        self.stats = layout.new_stats(self.n)
+
+    def send_plan(self, i: int, plan: UavTrajectory) -> None:
+        """Deliver a plan to quadrotor ``i``'s controller; it checks it at its next update."""
+        if plan.n_nodes != N_NODES:
+            raise ValueError(f"plan for uav {i}: expected {N_NODES} nodes, got {plan.n_nodes}")
+        buf = self.plans[i]
+        buf[:, layout.TR_TIME] = plan.t
+        buf[:, layout.TR_POS : layout.TR_POS + 3] = plan.p
+        buf[:, layout.TR_VEL : layout.TR_VEL + 3] = plan.v
+        buf[:, layout.TR_ACC : layout.TR_ACC + 3] = plan.a
+        buf[:, layout.TR_JERK : layout.TR_JERK + 3] = plan.j
+        buf[:, layout.TR_RATE : layout.TR_RATE + 3] = plan.body_rates
+        self.plan_status[i] = layout.PLAN_NEW
+
+    def advance(self, n_steps: int, wrench: np.ndarray | None = None, log: bool = True) -> StepLog:
+        """Step the physics ``n_steps`` times; ``wrench`` (n_steps or 1, 6): load force and
+        torque, world frame."""
+        wrench = self._zero_wrench if wrench is None else np.asarray(wrench, dtype=float)
+        if wrench.ndim != 2 or wrench.shape[1] != 6 or wrench.shape[0] < 1:
+            raise ValueError(f"wrench: expected shape (steps, 6), got {wrench.shape}")
+        rows = (self.step + n_steps) // self.log_every - self.step // self.log_every if log else 0
+        log_x = np.empty((rows, self.x.size))
+        log_tension = np.empty((rows, self.n))
+        written = kernels.advance(
+            self.x, self.ctrl, self.plans, self.plan_status, self.counters, self.model,
+            self.cmodel, self.gains, self.n, self.step, self.h, n_steps, self.decimation, wrench,
+            self.stats, self.log_every if log else 0, log_x, log_tension,
+        )
+        first = (self.step // self.log_every + 1) * self.log_every
+        t = (first + self.log_every * np.arange(written)) * self.h
+        self.step += n_steps
+        return StepLog(t=t, x=log_x[:written], tension=log_tension[:written])
+
+    def world_state(self) -> WorldState:
+        return world_state_from(self.x, self.model, self.n, self.time)
+
+    def statistics(self) -> SimulatorStats:
+        st = self.stats
+        steps = max(st[layout.ST_STEPS], 1.0)
+        return SimulatorStats(
+            sim_time_s=st[layout.ST_STEPS] * self.h,
+            slack_fraction=st[layout.ST_SLACK_ANY] / steps,
+            longest_slack_s=st[layout.ST_LONGEST_SLACK],
+            max_thrust_ratio=st[layout.ST_MAX_THRUST_RATIO],
+            min_uav_distance_m=float(np.sqrt(st[layout.ST_MIN_UAV_DIST_SQ])),
+            rejected_plans=self.counters[:, layout.K_REJECTED_PLANS].copy(),
+            hold_updates=self.counters[:, layout.K_HOLD_UPDATES].copy(),
+        )
+
+    def controller_modes(self) -> np.ndarray:
+        """Each controller's mode (``layout.MODE_*``) at its last update."""
+        return self.ctrl[:, layout.CS_MODE].copy()
+
+
+def world_state_from(x: np.ndarray, model: np.ndarray, n: int, t: float) -> WorldState:
+    """Unpack a flat state into a ``WorldState`` (cable tensions from the model)."""
+    tension = np.empty(n)
+    direction = np.empty((n, 3))
+    kernels.cable_tensions(x, model, n, tension, direction)
+    quads = np.stack([x[layout.quad_offset(i) : layout.quad_offset(i) + layout.QUAD_SIZE]
+                      for i in range(n)])
+    return WorldState(
+        t=float(t),
+        load_p=x[layout.LOAD_POS : layout.LOAD_POS + 3].copy(),
+        load_q=x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4].copy(),
+        load_v=x[layout.LOAD_VEL : layout.LOAD_VEL + 3].copy(),
+        load_omega=x[layout.LOAD_RATE : layout.LOAD_RATE + 3].copy(),
+        uav_p=quads[:, layout.QUAD_POS : layout.QUAD_POS + 3].copy(),
+        uav_q=quads[:, layout.QUAD_QUAT : layout.QUAD_QUAT + 4].copy(),
+        uav_v=quads[:, layout.QUAD_VEL : layout.QUAD_VEL + 3].copy(),
+        uav_omega=quads[:, layout.QUAD_RATE : layout.QUAD_RATE + 3].copy(),
+        rotor_speeds=quads[:, layout.QUAD_ROTOR : layout.QUAD_ROTOR + 4].copy(),
+        cable_tension=tension,
+        cable_dir=direction,
+    )

@@ -1,0 +1,135 @@
+"""The shared vocabulary between simulators, planners and backends.
+
+- ``WorldState``: privileged state of the whole system (what a centralized planner may use).
+- ``LocalObservation``: what one quadrotor may know: its own state and the load's pose. It has
+  no field for another quadrotor, so a planner given one cannot read them.
+- ``UavTrajectory``: one quadrotor's plan on the horizon's nodes.
+
+World frame: z up, gravity along -z. Quaternions (w, x, y, z) body to world. Body rates in the
+body frame. Units: m, s, rad, N.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cableload_sim.rotations import quat_to_matrix
+
+
+def _array(name: str, value, shape: tuple) -> np.ndarray:
+    value = np.asarray(value, dtype=float)
+    if value.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got {value.shape}")
+    return value
+
+
+@dataclass(frozen=True)
+class UavTrajectory:
+    """A quadrotor's reference on N nodes: absolute times (s), world p, v, a, jerk, body rates."""
+
+    t: np.ndarray
+    p: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    j: np.ndarray
+    body_rates: np.ndarray
+
+    def __post_init__(self):
+        t = np.asarray(self.t, dtype=float)
+        if t.ndim != 1 or t.size < 2:
+            raise ValueError(f"t: expected a 1-D array of at least 2 node times, got shape {t.shape}")
+        object.__setattr__(self, "t", t)
+        for name in ("p", "v", "a", "j", "body_rates"):
+            object.__setattr__(self, name, _array(name, getattr(self, name), (t.size, 3)))
+
+    @property
+    def n_nodes(self) -> int:
+        return self.t.size
+
+    def is_finite(self) -> bool:
+        return bool(
+            np.isfinite(self.t).all()
+            and all(np.isfinite(getattr(self, f)).all() for f in ("p", "v", "a", "j", "body_rates"))
+        )
+
+    def shifted_to(self, t_new: float) -> UavTrajectory:
+        """The same motion seen from ``t_new``: nodes re-sampled on the horizon from ``t_new``,
+        holding the last node's position (at rest) beyond the end."""
+        offsets = self.t - self.t[0]
+        times = t_new + offsets
+        p = np.empty_like(self.p)
+        v = np.empty_like(self.v)
+        a = np.empty_like(self.a)
+        j = np.empty_like(self.j)
+        w = np.empty_like(self.body_rates)
+        for r in range(3):
+            p[:, r] = np.interp(times, self.t, self.p[:, r])
+            v[:, r] = np.interp(times, self.t, self.v[:, r], right=0.0)
+            a[:, r] = np.interp(times, self.t, self.a[:, r], right=0.0)
+            j[:, r] = np.interp(times, self.t, self.j[:, r], right=0.0)
+            w[:, r] = np.interp(times, self.t, self.body_rates[:, r], right=0.0)
+        return UavTrajectory(times, p, v, a, j, w)
+
+
+@dataclass(frozen=True)
+class WorldState:
+    """Privileged state of the system at time ``t`` (s)."""
+
+    t: float
+    load_p: np.ndarray  # (3,)
+    load_q: np.ndarray  # (4,)
+    load_v: np.ndarray  # (3,)
+    load_omega: np.ndarray  # (3,) body
+    uav_p: np.ndarray  # (n, 3)
+    uav_q: np.ndarray  # (n, 4)
+    uav_v: np.ndarray  # (n, 3)
+    uav_omega: np.ndarray  # (n, 3) body
+    rotor_speeds: np.ndarray  # (n, 4) rad/s
+    cable_tension: np.ndarray  # (n,) N
+    cable_dir: np.ndarray  # (n, 3) unit, from the load's attachment to the quadrotor's
+
+    @property
+    def n_uavs(self) -> int:
+        return self.uav_p.shape[0]
+
+    def is_finite(self) -> bool:
+        return all(
+            np.isfinite(np.asarray(getattr(self, f))).all()
+            for f in ("t", "load_p", "load_q", "load_v", "load_omega", "uav_p", "uav_q", "uav_v",
+                      "uav_omega")
+        )
+
+    def local(self, i: int, load_attachment, uav_attachment) -> LocalObservation:
+        """What quadrotor ``i`` may observe; attachments are rho_i (load frame) and r_i (body)."""
+        if not 0 <= i < self.n_uavs:
+            raise IndexError(f"uav index {i} out of range for {self.n_uavs} quadrotors")
+        R_L = quat_to_matrix(self.load_q)
+        R_i = quat_to_matrix(self.uav_q[i])
+        return LocalObservation(
+            t=float(self.t),
+            load_p=self.load_p.copy(),
+            load_q=self.load_q.copy(),
+            uav_p=self.uav_p[i].copy(),
+            uav_v=self.uav_v[i].copy(),
+            uav_q=self.uav_q[i].copy(),
+            uav_omega=self.uav_omega[i].copy(),
+            cable_load_end=self.load_p + R_L @ np.asarray(load_attachment, dtype=float),
+            cable_uav_end=self.uav_p[i] + R_i @ np.asarray(uav_attachment, dtype=float),
+        )
+
+
+@dataclass(frozen=True)
+class LocalObservation:
+    """One quadrotor's own state and the load's pose, world frame; nothing about the others."""
+
+    t: float
+    load_p: np.ndarray
+    load_q: np.ndarray
+    uav_p: np.ndarray
+    uav_v: np.ndarray
+    uav_q: np.ndarray
+    uav_omega: np.ndarray
+    cable_load_end: np.ndarray
+    cable_uav_end: np.ndarray
