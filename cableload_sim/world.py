@@ -133,3 +133,52 @@ class LocalObservation:
     uav_omega: np.ndarray
     cable_load_end: np.ndarray
     cable_uav_end: np.ndarray
+
+
+@dataclass(frozen=True)
+class WorldSamples:
+    """The system sampled over time: time first axis, world frame, body rates in body frames.
+
+    Every backend records these (the simulator from its state, Gazebo and hardware from
+    odometry and motion capture), and metrics, logs and replay read only these.
+    """
+
+    t: np.ndarray  # (k,) s
+    load_p: np.ndarray  # (k, 3)
+    load_q: np.ndarray  # (k, 4)
+    load_v: np.ndarray  # (k, 3)
+    load_omega: np.ndarray  # (k, 3)
+    uav_p: np.ndarray  # (k, n, 3)
+    uav_q: np.ndarray  # (k, n, 4)
+    uav_v: np.ndarray  # (k, n, 3)
+    uav_omega: np.ndarray  # (k, n, 3)
+    rotor_speeds: np.ndarray  # (k, n, 4) rad/s
+    cable_tension: np.ndarray  # (k, n) N
+
+    FIELDS = ("t", "load_p", "load_q", "load_v", "load_omega", "uav_p", "uav_q", "uav_v",
+              "uav_omega", "rotor_speeds", "cable_tension")
+
+    def __len__(self) -> int:
+        return self.t.shape[0]
+
+    @property
+    def n_uavs(self) -> int:
+        return self.uav_p.shape[1]
+
+    @classmethod
+    def concatenate(cls, parts: list[WorldSamples], n_uavs: int) -> WorldSamples:
+        if not parts:
+            return cls.empty(n_uavs)
+        return cls(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in cls.FIELDS})
+
+    @classmethod
+    def empty(cls, n_uavs: int) -> WorldSamples:
+        shapes = {"t": (0,), "load_p": (0, 3), "load_q": (0, 4), "load_v": (0, 3),
+                  "load_omega": (0, 3), "uav_p": (0, n_uavs, 3), "uav_q": (0, n_uavs, 4),
+                  "uav_v": (0, n_uavs, 3), "uav_omega": (0, n_uavs, 3),
+                  "rotor_speeds": (0, n_uavs, 4), "cable_tension": (0, n_uavs)}
+        return cls(**{f: np.zeros(s) for f, s in shapes.items()})
+
+    def until(self, t_end: float) -> WorldSamples:
+        keep = self.t <= t_end
+        return WorldSamples(**{f: getattr(self, f)[keep] for f in self.FIELDS})

@@ -1,0 +1,255 @@
+"""The ``cableload`` command line: the one place that wires simulator, planners and backends.
+
+Heavy modules are imported inside each command, so ``cableload --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+SIM_KEYS = (
+    "rmse_position_m",
+    "rmse_orientation_deg",
+    "min_uav_distance_m",
+    "slack_fraction",
+    "max_thrust_ratio",
+    "sim_time_s",
+    "wall_time_s",
+    "real_time_factor",
+    "status",
+)
+
+
+class CliError(Exception):
+    """A user error: printed without a traceback, exit status 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _options(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise CliError(f"--option {pair!r}: expected KEY=VALUE, e.g. ax=3.0")
+        key, value = pair.split("=", 1)
+        out[key.strip().replace("-", "_")] = _parse_value(value.strip())
+    return out
+
+
+def build_reference(args):
+    """The load reference named on the command line, with its options."""
+    from cableload_sim.trajectories import make_reference
+
+    options = _options(getattr(args, "option", None))
+    spec = args.trajectory
+    if spec.startswith("track:"):
+        if args.track_size is not None:
+            options["track_size"] = args.track_size
+        if args.speed is not None:
+            options["speed"] = args.speed
+    elif args.track_size is not None:
+        raise CliError(f"--track-size applies to track:... trajectories, not {spec!r}")
+    elif args.speed is not None:
+        options["speed"] = args.speed
+    return make_reference(spec, orientation=args.orientation, **options)
+
+
+def load_cli_config(args):
+    from cableload_sim.params import load_config
+
+    return load_config(args.config, uavs=args.uavs)
+
+
+def _format_value(value) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value)
+
+
+def print_table(rows: list[tuple[str, dict]], keys) -> None:
+    """Metrics side by side: one column per named result."""
+    names = [name for name, _ in rows]
+    width = max(len(k) for k in keys) + 2
+    col = max(12, *(len(n) + 2 for n in names))
+    print("".ljust(width) + "".join(n.rjust(col) for n in names))
+    for key in keys:
+        print(key.ljust(width) + "".join(_format_value(r.get(key, "")).rjust(col) for _, r in rows))
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_trajectories(args) -> int:
+    from cableload_sim.trajectories import reference_catalog
+
+    catalog = reference_catalog()
+    if args.json:
+        print(json.dumps(catalog, indent=2, default=str))
+        return 0
+    for entry in catalog:
+        print(f"{entry['name']}: {entry['description']}")
+        for key, value in entry.get("options", {}).items():
+            print(f"    {key} = {value}")
+    print("orientation modes (--orientation): constant, zero-sideslip")
+    return 0
+
+
+def run_simulation(args, planner_name: str) -> dict:
+    """One episode on the embedded backend; returns the metrics."""
+    import numpy as np
+
+    from backends import make_backend
+    from backends.base import Scenario
+    from backends.runner import run_episode
+    from cableload_sim.disturbances import WrenchDisturbance
+    from planners import make_planner
+
+    config = load_cli_config(args)
+    reference = build_reference(args)
+    backend = make_backend("embedded", config)
+    planner = make_planner(planner_name, config)
+    p0, q0 = reference.start_pose()
+    disturbance = None
+    if args.disturbance is not None:
+        force, torque = args.disturbance
+        disturbance = WrenchDisturbance(max_force=force, max_torque=torque)
+    scenario = Scenario(load_p=p0, load_q=q0, seed=args.seed, disturbance=disturbance)
+    result = run_episode(
+        backend, planner, reference, args.duration, scenario,
+        collision_distance=config.simulation.collision_distance_m,
+        divergence_distance=config.simulation.divergence_distance_m,
+        progress=not args.json and sys.stderr.isatty(),
+    )
+    metrics = dict(result.metrics)
+    metrics.update({k: v for k, v in result.planner_report.items() if np.isscalar(v)})
+    metrics["planner"] = planner_name
+    metrics["trajectory"] = reference.name
+    if result.message:
+        metrics["message"] = result.message
+    return metrics
+
+
+def cmd_simulate(args) -> int:
+    metrics = run_simulation(args, args.planner)
+    if args.json:
+        print(json.dumps(metrics, default=float))
+    else:
+        keys = list(SIM_KEYS) + [k for k in metrics if k not in SIM_KEYS and k not in
+                                 ("planner", "trajectory", "message")]
+        print(f"{metrics['planner']} on {metrics['trajectory']} ({args.orientation})")
+        print_table([(metrics["planner"], metrics)], keys)
+        if "message" in metrics:
+            print(f"note: {metrics['message']}")
+    return 0 if metrics["status"] == "completed" else 1
+
+
+def cmd_bench(args) -> int:
+    if args.what == "sim":
+        from cableload_sim.bench import bench_sim
+
+        figures = bench_sim(
+            steps=args.steps, batch=args.batch, physics_dt=args.physics_dt, uavs=args.uavs,
+            config_path=args.config,
+        )
+    else:
+        raise CliError(f"unknown benchmark {args.what!r}; expected: sim")
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        for key, value in figures.items():
+            print(f"{key:28s} {_format_value(value)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# parser
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random process")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_reference(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trajectory", default="eight-slow",
+                   help="reference name (see `cableload trajectories`), or track:PATH, "
+                        "track:zandvoort")
+    p.add_argument("--orientation", default="constant", choices=["constant", "zero-sideslip"])
+    p.add_argument("--track-size", type=float, default=None, help="track:... larger side (m)")
+    p.add_argument("--speed", type=float, default=None, help="track/square speed (m/s)")
+    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
+                   help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5")
+
+
+def _disturbance(text: str):
+    try:
+        force, torque = (float(v) for v in text.split(","))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"expected FORCE,TORQUE (N, N m), e.g. 2.0,0.2; got {text!r}") from err
+    return force, torque
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cableload",
+        description="Simulate, plan and learn cooperative transport of a cable-suspended load.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("trajectories", help="list the load reference trajectories")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_trajectories)
+
+    p = sub.add_parser("simulate", help="fly one planner on the embedded simulator")
+    p.add_argument("--planner", default="formation",
+                   help="formation, formation-tilt (more with later extras)")
+    p.add_argument("--duration", type=float, default=60.0, help="seconds of simulated flight")
+    p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE",
+                   help="random wrench on the load: largest force (N) and torque (N m)")
+    _add_reference(p)
+    _add_common(p)
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("bench", help="measure speed")
+    p.add_argument("what", choices=["sim"], help="sim: physics + onboard controllers")
+    p.add_argument("--steps", type=int, default=200_000, help="physics steps per measurement")
+    p.add_argument("--batch", type=int, default=64, help="systems stepped in parallel")
+    p.add_argument("--physics-dt", type=float, default=None, help="physics step (s)")
+    _add_common(p)
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except CliError as err:
+        print(f"cableload: error: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:  # configuration and option errors carry their own message
+        print(f"cableload: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The Planner protocol and the guard every plan passes before it is sent.
+
+A planner gets the privileged ``WorldState`` and the load reference and returns one
+``UavTrajectory`` per quadrotor on the horizon's nodes. Decentralized planners take from the
+state only what ``WorldState.local`` gives each quadrotor.
+
+``PlanGuard`` enforces the rule that no quadrotor ever receives a non-finite or out-of-bounds
+reference: such a plan is replaced by the previous plan shifted in time, or by a hover hold at
+the quadrotor's position when there is none, and the replacement is counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from cableload_sim.horizon import node_times
+from cableload_sim.world import UavTrajectory, WorldState
+
+
+@runtime_checkable
+class Planner(Protocol):
+    name: str
+
+    def reset(self) -> None:
+        """Forget everything from a previous episode."""
+
+    def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
+        """One trajectory per quadrotor, starting at ``state.t``."""
+
+    def report(self) -> dict:
+        """Planner-specific figures for the episode so far (solve times, failures, ...)."""
+
+
+@dataclass(frozen=True)
+class PlanBounds:
+    """Limits no reference may exceed (world frame)."""
+
+    position_min: tuple[float, float, float] = (-50.0, -50.0, -1.0)
+    """Lower corner of the allowed box (m)."""
+    position_max: tuple[float, float, float] = (50.0, 50.0, 30.0)
+    """Upper corner of the allowed box (m)."""
+    max_speed: float = 15.0
+    """Largest reference speed (m/s)."""
+    max_acceleration: float = 40.0
+    """Largest reference acceleration (m/s^2)."""
+    max_body_rate: float = 20.0
+    """Largest reference body rate (rad/s)."""
+
+    def violation(self, plan: UavTrajectory) -> str | None:
+        """Why ``plan`` may not be flown, or None."""
+        if not plan.is_finite():
+            return "non-finite value"
+        if np.any(np.diff(plan.t) <= 0.0):
+            return "node times not increasing"
+        lo = np.asarray(self.position_min)
+        hi = np.asarray(self.position_max)
+        if np.any(plan.p < lo) or np.any(plan.p > hi):
+            return f"position outside [{lo.tolist()}, {hi.tolist()}]"
+        if np.linalg.norm(plan.v, axis=1).max() > self.max_speed:
+            return f"speed above {self.max_speed} m/s"
+        if np.linalg.norm(plan.a, axis=1).max() > self.max_acceleration:
+            return f"acceleration above {self.max_acceleration} m/s^2"
+        if np.linalg.norm(plan.body_rates, axis=1).max() > self.max_body_rate:
+            return f"body rate above {self.max_body_rate} rad/s"
+        return None
+
+
+def hover_plan(t: float, position) -> UavTrajectory:
+    """Hold ``position`` at rest over the horizon from ``t``."""
+    times = node_times(t)
+    zeros = np.zeros((times.size, 3))
+    p = np.repeat(np.asarray(position, dtype=float)[None, :], times.size, axis=0)
+    return UavTrajectory(times, p, zeros, zeros, zeros, zeros)
+
+
+@dataclass
+class PlanGuard:
+    """Checks every plan; replaces a bad one by the last good one shifted, or a hover hold."""
+
+    bounds: PlanBounds = field(default_factory=PlanBounds)
+    replaced: int = 0
+    reasons: list[str] = field(default_factory=list)
+    _last: dict = field(default_factory=dict)
+
+    def reset(self) -> None:
+        self.replaced = 0
+        self.reasons = []
+        self._last = {}
+
+    def check(self, uav: int, plan: UavTrajectory, state: WorldState) -> UavTrajectory:
+        reason = self.bounds.violation(plan)
+        if reason is None:
+            self._last[uav] = plan
+            return plan
+        self.replaced += 1
+        if len(self.reasons) < 20:
+            self.reasons.append(f"t={state.t:.2f} s uav {uav}: {reason}")
+        last = self._last.get(uav)
+        if last is not None:
+            shifted = last.shifted_to(state.t)
+            if self.bounds.violation(shifted) is None:
+                return shifted
+        return hover_plan(state.t, state.uav_p[uav])

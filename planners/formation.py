@@ -1,0 +1,130 @@
+"""Formation baseline: every quadrotor rides a rigid formation that moves with the load reference.
+
+Each quadrotor's reference sits above its load attachment point at the hover cable angle
+(``cableload_sim.statics.hover_geometry``): ``p_i = p_L + R_L rho_i + l_i u_i - R_i r_i`` with
+the load pose taken from the reference. The load's acceleration is fed forward: the
+formation's velocities and accelerations are those of the moving, rotating formation, and,
+optionally, the cable cone tilts toward the force the load needs, ``m_L (a_L - g)``, as a
+pendulum hanging from accelerating quadrotors would. Derivatives (v, a, jerk) of the formation are taken by
+five-point finite differences of that closed-form position; body rates follow the thrust
+direction ``m_i (a_i - g) + t_i u_i`` by differential flatness (zero yaw rate).
+
+With ``tilt=False`` (planner ``formation``) the cone keeps its hover shape and only moves and
+rotates with the load reference (velocities and accelerations fed forward); with ``tilt=True``
+(planner ``formation-tilt``) it also leans toward the needed force, a much stronger baseline on
+constant-orientation references. Neither knows dynamics beyond statics: they are the floor
+every real planner must beat.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cableload_sim.horizon import node_times
+from cableload_sim.params import SystemParams
+from cableload_sim.rotations import quat_to_matrix
+from cableload_sim.statics import hover_geometry
+from cableload_sim.world import UavTrajectory, WorldState
+
+_FD_STEP = 2e-3  # s, finite-difference step for the formation's derivatives
+
+
+def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Smallest rotations taking unit vectors a (k, 3) to b (k, 3): (k, 3, 3)."""
+    v = np.cross(a, b)
+    c = np.sum(a * b, axis=-1)
+    vx = np.zeros(a.shape[:-1] + (3, 3))
+    vx[..., 0, 1], vx[..., 0, 2] = -v[..., 2], v[..., 1]
+    vx[..., 1, 0], vx[..., 1, 2] = v[..., 2], -v[..., 0]
+    vx[..., 2, 0], vx[..., 2, 1] = -v[..., 1], v[..., 0]
+    eye = np.broadcast_to(np.eye(3), vx.shape)
+    return eye + vx + vx @ vx / (1.0 + c)[..., None, None]
+
+
+class FormationPlanner:
+    """Centralized only in name: each quadrotor's plan uses the reference alone."""
+
+    def __init__(self, system: SystemParams, tilt: bool = False):
+        self.system = system
+        self.tilt = tilt
+        self.name = "formation-tilt" if tilt else "formation"
+        geometry = hover_geometry(system)
+        self.directions = geometry.directions  # load frame
+        self.tensions = geometry.tensions
+        self.rho = system.attachment_array()
+        self.lengths = np.array([c.length for c in system.cables])
+        self.attach = np.array([q.attachment for q in system.quadrotors])
+        self.masses = np.array([q.mass for q in system.quadrotors])
+        self.gravity = np.array([0.0, 0.0, -system.gravity])
+
+    def reset(self) -> None:
+        pass
+
+    def report(self) -> dict:
+        return {}
+
+    def _formation(self, reference, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Quadrotor positions (k, n, 3) and cable pulls on them, t_i u_i (k, n, 3)."""
+        ref = reference.sample(times)
+        R_L = quat_to_matrix(ref.q)  # (k, 3, 3)
+        need = ref.a - self.gravity  # force per unit load mass the cables must supply
+        scale = np.linalg.norm(need, axis=-1) / self.system.gravity
+        if self.tilt:
+            tilt = _rotation_between(np.tile([0.0, 0.0, 1.0], (len(times), 1)),
+                                     need / np.linalg.norm(need, axis=-1, keepdims=True))
+        else:
+            tilt = np.broadcast_to(np.eye(3), R_L.shape)
+        u = np.einsum("kab,kbc,nc->kna", tilt, R_L, self.directions)
+        load_end = ref.p[:, None, :] + np.einsum("kab,nb->kna", R_L, self.rho)
+        quad_end = load_end + self.lengths[None, :, None] * u
+        pull = (self.tensions[None, :] * scale[:, None])[..., None] * u
+        # the quadrotor's attitude, with its thrust axis about m_i (a_L - g) + pull
+        thrust = self.masses[None, :, None] * need[:, None, :] + pull
+        R_i = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
+        p = quad_end - np.einsum("knab,nb->kna", R_i, self.attach)
+        return p, pull
+
+    def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
+        times = node_times(state.t)
+        h = _FD_STEP
+        offsets = np.array([-2.0, -1.0, 0.0, 1.0, 2.0]) * h
+        stencil = (times[:, None] + offsets[None, :]).ravel()
+        p, pull = self._formation(reference, stencil)
+        k = times.size
+        p = p.reshape(k, 5, -1, 3)
+        pull = pull.reshape(k, 5, -1, 3)
+        pm2, pm1, p0, pp1, pp2 = (p[:, s] for s in range(5))
+        v = (-pp2 + 8 * pp1 - 8 * pm1 + pm2) / (12 * h)
+        a = (-pp2 + 16 * pp1 - 30 * p0 + 16 * pm1 - pm2) / (12 * h * h)
+        j = (pp2 - 2 * pp1 + 2 * pm1 - pm2) / (2 * h**3)
+        # thrust axis z = m (a - g) + pull at the stencil's middle three points, for its rate
+        acc = np.stack([(p0 - 2 * pm1 + pm2) / h**2, a, (pp2 - 2 * pp1 + p0) / h**2], axis=1)
+        thrust = self.masses[None, None, :, None] * (acc - self.gravity) + pull[:, 1:4]
+        z = thrust / np.linalg.norm(thrust, axis=-1, keepdims=True)
+        z_dot = (z[:, 2] - z[:, 0]) / (2 * h)
+        rates = _body_rates_zero_yaw(z[:, 1], z_dot)
+        return [UavTrajectory(times, p0[:, i], v[:, i], a[:, i], j[:, i], rates[:, i])
+                for i in range(self.system.n_uavs)]
+
+
+def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:
+    """Rotations (..., 3, 3) with unit thrust axis z whose body x axis heads along world +x."""
+    heading = np.broadcast_to([1.0, 0.0, 0.0], z.shape)
+    y = np.cross(z, heading)
+    y /= np.linalg.norm(y, axis=-1, keepdims=True)
+    x = np.cross(y, z)
+    return np.stack([x, y, z], axis=-1)
+
+
+def _body_rates_zero_yaw(z: np.ndarray, z_dot: np.ndarray) -> np.ndarray:
+    """Body rates (..., 3) of an attitude with thrust axis z, heading +x, zero yaw rate.
+
+    With ``R = [x y z]`` and ``dz/dt = R (w x e_z) = w_y x - w_x y``: ``w_x = -y . dz/dt``,
+    ``w_y = x . dz/dt``.
+    """
+    R = _attitude_zero_heading(z)
+    x, y = R[..., 0], R[..., 1]
+    rates = np.zeros(z.shape)
+    rates[..., 0] = -np.sum(y * z_dot, axis=-1)
+    rates[..., 1] = np.sum(x * z_dot, axis=-1)
+    return rates

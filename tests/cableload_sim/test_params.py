@@ -1,0 +1,122 @@
+"""Parameters from TOML: the paper's setup, any number of quadrotors, clear errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from cableload_sim.params import (
+    ConfigError,
+    MismatchParams,
+    config_from_dict,
+    load_config,
+)
+
+
+def test_paper_setup_values(paper_config):
+    system = paper_config.system
+    assert system.n_uavs == 3
+    assert system.load.mass == pytest.approx(1.4)
+    assert np.allclose(system.attachment_array(),
+                       [[0.26, 0.22, 0.06], [0.26, -0.22, 0.06], [-0.28, 0.0, 0.06]])
+    for quad, cable in zip(system.quadrotors, system.cables):
+        assert quad.mass == pytest.approx(0.6)
+        assert quad.rotor.max_thrust() == pytest.approx(20.0)
+        assert quad.attachment == pytest.approx((0.0, 0.0, -0.03))
+        assert cable.length == pytest.approx(1.0)
+    # total mass 1.4 + 3 x 0.6
+    assert system.total_mass() == pytest.approx(3.2)
+
+
+def test_derived_values_follow_overrides(paper_config):
+    """Derived quantities are methods: changing the mass changes the box inertia."""
+    load = paper_config.system.load
+    heavier = dataclasses.replace(load, mass=2.8)
+    assert np.allclose(heavier.inertia_matrix(), 2.0 * load.inertia_matrix())
+    a, b, c = load.size
+    assert load.inertia_matrix()[2, 2] == pytest.approx(load.mass * (a * a + b * b) / 12.0)
+
+
+def test_allocation_matrix_maps_rotor_thrusts(paper_config):
+    rotor = paper_config.system.quadrotors[0].rotor
+    alloc = rotor.allocation_matrix()
+    # equal thrusts: pure collective thrust, no torque
+    assert np.allclose(alloc @ np.full(4, 2.0), [8.0, 0.0, 0.0, 0.0])
+    # front rotors (x > 0) harder: nose-up torque is negative about y (tau_y = -x f)
+    pos = rotor.rotor_positions()
+    front = (pos[:, 0] > 0).astype(float)
+    assert (alloc @ front)[2] < 0.0
+    assert np.linalg.matrix_rank(alloc) == 4
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6])
+def test_any_number_of_uavs_on_a_regular_polygon(n):
+    config = load_config(uavs=n)
+    rho = config.system.attachment_array()
+    assert config.system.n_uavs == n
+    if n != 3:
+        radius = np.linalg.norm(rho[:, :2], axis=1)
+        assert np.allclose(radius, radius[0])
+        # neighbours equally spaced in angle
+        angles = np.sort(np.arctan2(rho[:, 1], rho[:, 0]) % (2 * np.pi))
+        assert np.allclose(np.diff(angles), 2 * np.pi / n)
+
+
+def test_uavs_from_toml_polygon():
+    config = config_from_dict({"load": {"uavs": 4, "attachment_radius": 0.4}})
+    assert config.system.n_uavs == 4
+    assert np.allclose(np.linalg.norm(config.system.attachment_array()[:, :2], axis=1), 0.4)
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        ({"load": {"mass": -1.0}}, r"load\.mass: expected a positive number, got -1\.0"),
+        ({"cable": {"length": 0.0}}, r"cable\.length: expected a positive number, got 0\.0"),
+        ({"cable": {"length": -0.5}}, r"cable\.length.*-0\.5"),
+        ({"load": {"uavs": 4, "attachments": [[0, 0, 0], [1, 0, 0], [0, 1, 0]]}},
+         r"load\.attachments: expected 4 points.*got 3"),
+        ({"load": {"mas": 1.0}}, r"unknown key 'mas'"),
+        ({"quadrotor": {"mass": "heavy"}}, r"quadrotor\.mass: expected a number, got 'heavy'"),
+        ({"quadrotor": {"mass": True}}, r"quadrotor\.mass: expected a number, got True"),
+        ({"quadrotor": {"inertia": [1.0, 2.0]}}, r"quadrotor\.inertia: expected a list of 3"),
+        ({"quadrotor": {"rotor": {"speed_min": 3000.0}}}, r"speed_min: expected less than"),
+        ({"simulation": {"physics_dt": 0.01}}, r"physics_dt: expected at most 0\.002"),
+        ({"controller": {"kp": [1, 2, "x"]}}, r"controller\.kp\[2\]: expected a number"),
+        ({"cable": {"stiffness": float("nan")}}, r"cable\.stiffness: expected a finite number"),
+        ({"load": {"uavs": 1}}, r"load\.uavs: expected an integer >= 2, got 1"),
+        ({"mismatch": {"cable_length_deltas": [0.1, 0.2]}}, r"expected 3 values.*got 2"),
+        ({"unknown_table": {}}, r"unknown key 'unknown_table'"),
+    ],
+)
+def test_invalid_config_names_field_value_and_expectation(data, match):
+    data = {"load": {}, **data} if "load" not in data else data
+    with pytest.raises(ConfigError, match=match):
+        config_from_dict(data)
+
+
+def test_missing_file_and_bad_toml(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[load\nmass = 1")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+
+
+def test_mismatch_changes_only_the_simulated_system(paper_config):
+    mismatch = MismatchParams(
+        load_mass_scale=2.0,
+        attachment_offsets=((0.02, 0.0, 0.0), (0.0, 0.02, 0.0), (0.0, 0.0, 0.0)),
+        cable_length_deltas=(0.035, -0.035, 0.0),
+    )
+    simulated = mismatch.apply(paper_config.system)
+    assert simulated.load.mass == pytest.approx(2.8)
+    assert np.allclose(simulated.load.inertia_matrix(),
+                       2.0 * paper_config.system.load.inertia_matrix())
+    assert simulated.cables[0].length == pytest.approx(1.035)
+    assert simulated.cables[1].length == pytest.approx(0.965)
+    assert simulated.load.attachments[0][0] == pytest.approx(0.28)
+    assert paper_config.system.load.mass == pytest.approx(1.4)  # nominal untouched
