@@ -289,57 +289,66 @@ def compute_forces(x, model, n, wrench, R, force, torque, tension):
 # Integrator pieces
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _mass(model, b):
-    return model[M_LOAD_MASS] if b == 0 else model[M_HEADER + QM_SIZE * (b - 1) + QM_MASS]
+# per-body constants gathered once per advance: inverse mass and principal inertia data
+BODY_INV_MASS = 0
+BODY_INERTIA = 1  # (3)
+BODY_INV_INERTIA = 4  # (3)
+BODY_SIZE = 7
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _rates_from_momenta(x, model, n, mom):
+def body_constants(model, n):
+    """(n+1, BODY_SIZE): inverse mass and principal moments of inertia of every body."""
+    out = np.empty((n + 1, BODY_SIZE))
+    out[0, BODY_INV_MASS] = 1.0 / model[M_LOAD_MASS]
+    for k in range(3):
+        out[0, BODY_INERTIA + k] = model[M_LOAD_INERTIA + 4 * k]
+    for i in range(n):
+        qm = M_HEADER + QM_SIZE * i
+        out[i + 1, BODY_INV_MASS] = 1.0 / model[qm + QM_MASS]
+        for k in range(3):
+            out[i + 1, BODY_INERTIA + k] = model[qm + QM_INERTIA + k]
+    for b in range(n + 1):
+        for k in range(3):
+            out[b, BODY_INV_INERTIA + k] = 1.0 / out[b, BODY_INERTIA + k]
+    return out
+
+
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
+def _rates_from_momenta(x, n, mom, body):
     """Body rates w = J^-1 m of every body from its body-frame angular momentum."""
-    a = M_LOAD_INERTIA_INV
-    for k in range(3):
-        x[LOAD_RATE + k] = model[a + 3 * k] * mom[0, 0] + model[a + 3 * k + 1] * mom[0, 1] \
-            + model[a + 3 * k + 2] * mom[0, 2]
-    for i in range(n):
-        o = LOAD_SIZE + QUAD_SIZE * i + QUAD_RATE
-        qm = M_HEADER + QM_SIZE * i + QM_INERTIA
+    for b in range(n + 1):
+        o = _body_offset(b) + 10
         for k in range(3):
-            x[o + k] = mom[i + 1, k] / model[qm + k]
+            x[o + k] = mom[b, k] * body[b, BODY_INV_INERTIA + k]
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _momenta_from_rates(x, model, n, mom):
-    a = M_LOAD_INERTIA
-    for k in range(3):
-        mom[0, k] = model[a + 3 * k] * x[LOAD_RATE] + model[a + 3 * k + 1] * x[LOAD_RATE + 1] \
-            + model[a + 3 * k + 2] * x[LOAD_RATE + 2]
-    for i in range(n):
-        o = LOAD_SIZE + QUAD_SIZE * i + QUAD_RATE
-        qm = M_HEADER + QM_SIZE * i + QM_INERTIA
+def _momenta_from_rates(x, n, mom, body):
+    for b in range(n + 1):
+        o = _body_offset(b) + 10
         for k in range(3):
-            mom[i + 1, k] = model[qm + k] * x[o + k]
+            mom[b, k] = x[o + k] * body[b, BODY_INERTIA + k]
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _kick(x, model, n, force, torque, half_h, mom):
+def _kick(x, n, force, torque, half_h, mom, body):
     """Half-step kick of every body: v += h/2 F/m; body momentum += h/2 tau; w = J^-1 momentum.
 
     ``mom`` (n+1, 3) holds each body's angular momentum in its body frame between calls.
     """
     for b in range(n + 1):
         o = _body_offset(b)
-        scale = half_h / _mass(model, b)
+        scale = half_h * body[b, BODY_INV_MASS]
         for r in range(3):
             x[o + 7 + r] += scale * force[b, r]
             mom[b, r] += half_h * torque[b, r]
-    _rates_from_momenta(x, model, n, mom)
+            x[o + 10 + r] = mom[b, r] * body[b, BODY_INV_INERTIA + r]
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _half_angle(theta):
-    """cos and sin of theta / 2; a Taylor series for the small angles of one step."""
-    a = 0.5 * theta
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _half_angle(a):
+    """cos and sin of a (a half rotation angle); a Taylor series for the small angles of one step."""
     if abs(a) > 0.05:
         return math.cos(a), math.sin(a)
     a2 = a * a
@@ -347,11 +356,11 @@ def _half_angle(theta):
         a * (1.0 - a2 * (1.0 / 6.0 - a2 * (1.0 / 120.0 - a2 / 5040.0)))
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _rotate_about_body_axis(x, o, mom, b, axis, theta):
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _turn_about_body_axis(x, o, mom, b, axis, theta):
     """Exact flow of the kinetic energy about one principal axis for an angle theta: the body
     turns by theta about its own axis; its body-frame momentum turns the opposite way."""
-    c2, s2 = _half_angle(theta)
+    c2, s2 = _half_angle(0.5 * theta)
     c = c2 * c2 - s2 * s2
     s = 2.0 * s2 * c2
     w = x[o + 3]
@@ -387,31 +396,57 @@ def _rotate_about_body_axis(x, o, mom, b, axis, theta):
         mom[b, 1] = c * m1 - s * m0
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _principal_inertia(model, b, axis):
-    if b == 0:
-        return model[M_LOAD_INERTIA + 4 * axis]
-    return model[M_HEADER + QM_SIZE * (b - 1) + QM_INERTIA + axis]
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _turn_about_momentum(x, o, mom, b, scale):
+    """Exact flow of an isotropic kinetic energy |m|^2 / (2 J): the body turns about its
+    momentum vector m (body frame, unchanged) by the angle |m| scale, scale = h / J."""
+    ax = 0.5 * scale * mom[b, 0]
+    ay = 0.5 * scale * mom[b, 1]
+    az = 0.5 * scale * mom[b, 2]
+    angle = math.sqrt(ax * ax + ay * ay + az * az)
+    c2, s2 = _half_angle(angle)
+    k = s2 / angle if angle > 1e-300 else 1.0
+    dx = k * ax
+    dy = k * ay
+    dz = k * az
+    w = x[o + 3]
+    qx = x[o + 4]
+    qy = x[o + 5]
+    qz = x[o + 6]
+    x[o + 3] = w * c2 - qx * dx - qy * dy - qz * dz
+    x[o + 4] = w * dx + qx * c2 + qy * dz - qz * dy
+    x[o + 5] = w * dy - qx * dz + qy * c2 + qz * dx
+    x[o + 6] = w * dz + qx * dy - qy * dx + qz * c2
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
-def _drift(x, model, n, h, mom):
-    """Free flight for h: positions move with their velocities; each body's attitude follows the
-    free rigid-body flow, split symmetrically into exact rotations about its principal axes
-    (x, y for h/2, z for h, y, x for h/2), which keeps the scheme symplectic and time-reversible.
+def _drift(x, n, h, mom, body):
+    """Free flight for h: positions move with their velocities and each attitude follows the
+    free rigid-body flow of its kinetic energy, exactly where that is cheap, by a symmetric
+    splitting otherwise, so the scheme stays symplectic and time-reversible:
+
+    - axially symmetric bodies (Jx = Jy: quadrotors) split the energy into an isotropic part
+      |m|^2 / (2 Jx), a turn about the momentum vector, and m_z^2 (1/Jz - 1/Jx) / 2, a turn about
+      body z; the two commute, so the flow is exact;
+    - other bodies (the load) turn about x, y for h/2, z for h, then y, x for h/2 (Dullweber,
+      Leimkuhler and McLachlan 1997).
     """
     for b in range(n + 1):
         o = _body_offset(b)
         for r in range(3):
             x[o + r] += h * x[o + 7 + r]
-        jx = _principal_inertia(model, b, 0)
-        jy = _principal_inertia(model, b, 1)
-        jz = _principal_inertia(model, b, 2)
-        _rotate_about_body_axis(x, o, mom, b, 0, 0.5 * h * mom[b, 0] / jx)
-        _rotate_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] / jy)
-        _rotate_about_body_axis(x, o, mom, b, 2, h * mom[b, 2] / jz)
-        _rotate_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] / jy)
-        _rotate_about_body_axis(x, o, mom, b, 0, 0.5 * h * mom[b, 0] / jx)
+        ix = body[b, BODY_INV_INERTIA]
+        iy = body[b, BODY_INV_INERTIA + 1]
+        iz = body[b, BODY_INV_INERTIA + 2]
+        if ix == iy:
+            _turn_about_momentum(x, o, mom, b, h * ix)
+            _turn_about_body_axis(x, o, mom, b, 2, h * mom[b, 2] * (iz - ix))
+        else:
+            _turn_about_body_axis(x, o, mom, b, 0, 0.5 * h * mom[b, 0] * ix)
+            _turn_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] * iy)
+            _turn_about_body_axis(x, o, mom, b, 2, h * mom[b, 2] * iz)
+            _turn_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] * iy)
+            _turn_about_body_axis(x, o, mom, b, 0, 0.5 * h * mom[b, 0] * ix)
         qw = x[o + 3]
         qx = x[o + 4]
         qy = x[o + 5]
@@ -804,8 +839,9 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
     decay = np.empty(n)
     for i in range(n):
         decay[i] = math.exp(-h / model[M_HEADER + QM_SIZE * i + QM_MOTOR_TAU])
+    body = body_constants(model, n)
     compute_forces(x, model, n, wrench[0], R, force, torque, tension)
-    _momenta_from_rates(x, model, n, mom)
+    _momenta_from_rates(x, n, mom, body)
     for k in range(n_steps):
         step = step0 + k
         if step % decimation == 0:
@@ -814,12 +850,12 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
                 controller_update(x, i, ctrl[i], plans[i], plan_status, counters, cmodel, gains,
                                   t, R, scratch)
             _sampled_statistics(x, n, model, stats)
-        _kick(x, model, n, force, torque, half, mom)
-        _drift(x, model, n, h, mom)
-        _rates_from_momenta(x, model, n, mom)
+        _kick(x, n, force, torque, half, mom, body)
+        _drift(x, n, h, mom, body)
+        _rates_from_momenta(x, n, mom, body)
         _motors(x, ctrl, n, decay)
         compute_forces(x, model, n, wrench[min(k + 1, m_last)], R, force, torque, tension)
-        _kick(x, model, n, force, torque, half, mom)
+        _kick(x, n, force, torque, half, mom, body)
         _slack_statistics(n, h, tension, stats)
         if log_every > 0 and (step + 1) % log_every == 0 and rows < log_x.shape[0]:
             for s in range(x.shape[0]):

@@ -1,0 +1,87 @@
+"""The command line: JSON keys, tables, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cableload_sim.cli import SIM_KEYS, main
+
+
+def run_json(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_simulate_json_keys(capsys):
+    code, data = run_json(capsys, ["simulate", "--planner", "formation", "--trajectory",
+                                   "eight-slow", "--duration", "3", "--json"])
+    assert code == 0
+    for key in SIM_KEYS:
+        assert key in data
+    assert data["status"] == "completed"
+    assert data["sim_time_s"] == pytest.approx(3.0)
+    assert data["real_time_factor"] > 1.0
+
+
+def test_simulate_track_and_options(capsys):
+    code, data = run_json(capsys, ["simulate", "--trajectory", "track:zandvoort", "--track-size",
+                                   "6", "--speed", "1.5", "--duration", "2", "--json"])
+    assert code == 0 and data["trajectory"].startswith("track:")
+    code, data = run_json(capsys, ["simulate", "--trajectory", "eight-slow", "-o", "ax=3",
+                                   "-o", "ay=3", "--uavs", "4", "--duration", "2", "--json",
+                                   "--orientation", "zero-sideslip"])
+    assert code == 0
+
+
+def test_simulate_table(capsys):
+    assert main(["simulate", "--duration", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "rmse_position_m" in out and "formation" in out
+
+
+def test_trajectories_lists_names(capsys):
+    assert main(["trajectories"]) == 0
+    out = capsys.readouterr().out
+    for name in ("eight-slow", "eight-medium", "eight-medium-plus", "eight-fast", "circle",
+                 "square", "hover", "pose-to-pose", "track"):
+        assert name in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "--trajectory", "spiral"], "spiral"),
+        (["simulate", "--planner", "magic"], "unknown planner 'magic'"),
+        (["simulate", "--trajectory", "eight-slow", "-o", "w=-1"], "-1"),
+        (["simulate", "--uavs", "1"], "uavs"),
+        (["simulate", "--trajectory", "eight-slow", "--track-size", "5"], "--track-size"),
+        (["simulate", "--config", "/nonexistent.toml"], "does not exist"),
+    ],
+)
+def test_errors_are_clear(capsys, argv, message):
+    assert main(argv + ["--duration", "1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bench_sim_json(capsys):
+    code, data = run_json(capsys, ["bench", "sim", "--steps", "20000", "--batch", "4", "--json"])
+    assert code == 0
+    assert data["steps_per_s"] > 0 and data["batch_steps_per_s"] > 0
+    assert data["state_finite"] is True
+
+
+def test_console_script_help_is_fast():
+    out = subprocess.run([sys.executable, "-m", "cableload_sim.cli", "--help"], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0 and "simulate" in out.stdout
+    # --help imports neither numba nor the planners
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys, cableload_sim.cli; "
+         "print('numba' in sys.modules, 'casadi' in sys.modules, 'torch' in sys.modules)"],
+        capture_output=True, text=True, timeout=30)
+    assert probe.stdout.strip() == "False False False"
