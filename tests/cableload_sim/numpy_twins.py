@@ -1,0 +1,684 @@
+"""Plain-NumPy twins of the numba kernels in ``cableload_sim.kernels``, used only by tests.
+
+Written from the kernels' module docstring (the specification) and ``cableload_sim.layout``,
+not by transliterating the loops: the state is unpacked into per-body arrays, bodies are
+handled together with array operations, rotations come from ``cableload_sim.rotations``.
+
+Every function here is pure: its inputs are never modified and new arrays are returned.
+
+Two places follow the kernels rather than an ideal reading of the specification, on purpose:
+the drift of axially symmetric bodies is the exact two-turn flow described in
+``kernels._drift`` (the module docstring still describes the five-turn splitting for every
+body), and ``advance`` evaluates the first step's forces at the given state with its stored
+velocities, as ``kernels.advance`` does (see test_advance_in_chunks_with_damping).
+
+Conventions (the project's): ``R`` maps body-frame vectors to the world, ``q = (w, x, y, z)``,
+angular velocities and angular momenta are body frame, forces world frame, torques body frame.
+Body 0 is the load, body ``i + 1`` is quadrotor ``i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import numpy as np
+
+from cableload_sim import layout as L
+from cableload_sim.rotations import (
+    matrix_to_quat,
+    quat_conjugate,
+    quat_exp,
+    quat_multiply,
+    quat_to_matrix,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Unpacking the flat arrays
+
+
+def _vec(a: np.ndarray, start: int, width: int = 3) -> np.ndarray:
+    return np.array(a[start : start + width], dtype=float)
+
+
+@dataclass(frozen=True)
+class QuadModel:
+    """One quadrotor's block of a model vector."""
+
+    mass: float
+    inertia: np.ndarray  # (3,) principal moments
+    attach: np.ndarray  # (3,) cable attachment, body frame
+    kf: float
+    speed_min: float
+    speed_max: float
+    motor_tau: float
+    alloc: np.ndarray  # (4, 4) rotor thrusts -> [thrust, torque]
+    alloc_inv: np.ndarray  # (4, 4)
+
+
+def quad_model(model: np.ndarray, i: int) -> QuadModel:
+    b = L.quad_model_offset(i)
+    return QuadModel(
+        mass=float(model[b + L.QM_MASS]),
+        inertia=_vec(model, b + L.QM_INERTIA),
+        attach=_vec(model, b + L.QM_ATTACH),
+        kf=float(model[b + L.QM_KF]),
+        speed_min=float(model[b + L.QM_SPEED_MIN]),
+        speed_max=float(model[b + L.QM_SPEED_MAX]),
+        motor_tau=float(model[b + L.QM_MOTOR_TAU]),
+        alloc=_vec(model, b + L.QM_ALLOC, 16).reshape(4, 4),
+        alloc_inv=_vec(model, b + L.QM_ALLOC_INV, 16).reshape(4, 4),
+    )
+
+
+@dataclass(frozen=True)
+class Model:
+    """A whole model vector as arrays over bodies / quadrotors / cables."""
+
+    gravity: float
+    mass: np.ndarray  # (n+1,) load first
+    load_inertia: np.ndarray  # (3, 3)
+    load_inertia_inv: np.ndarray  # (3, 3)
+    quad_inertia: np.ndarray  # (n, 3)
+    quad_attach: np.ndarray  # (n, 3)
+    kf: np.ndarray  # (n,)
+    speed_max: np.ndarray  # (n,)
+    motor_tau: np.ndarray  # (n,)
+    alloc: np.ndarray  # (n, 4, 4)
+    rest_length: np.ndarray  # (n,)
+    stiffness: np.ndarray  # (n,)
+    damping: np.ndarray  # (n,)
+    load_attach: np.ndarray  # (n, 3) load frame
+
+
+def unpack_model(model: np.ndarray, n: int) -> Model:
+    quads = [quad_model(model, i) for i in range(n)]
+    cables = np.stack([_vec(model, L.cable_model_offset(n, i), L.CM_SIZE) for i in range(n)])
+    return Model(
+        gravity=float(model[L.M_GRAVITY]),
+        mass=np.array([model[L.M_LOAD_MASS]] + [q.mass for q in quads]),
+        load_inertia=_vec(model, L.M_LOAD_INERTIA, 9).reshape(3, 3),
+        load_inertia_inv=_vec(model, L.M_LOAD_INERTIA_INV, 9).reshape(3, 3),
+        quad_inertia=np.stack([q.inertia for q in quads]),
+        quad_attach=np.stack([q.attach for q in quads]),
+        kf=np.array([q.kf for q in quads]),
+        speed_max=np.array([q.speed_max for q in quads]),
+        motor_tau=np.array([q.motor_tau for q in quads]),
+        alloc=np.stack([q.alloc for q in quads]),
+        rest_length=cables[:, L.CM_REST_LENGTH],
+        stiffness=cables[:, L.CM_STIFFNESS],
+        damping=cables[:, L.CM_DAMPING],
+        load_attach=cables[:, L.CM_LOAD_ATTACH : L.CM_LOAD_ATTACH + 3],
+    )
+
+
+def _field_index(n: int, load_field: int | None, quad_field: int, width: int) -> np.ndarray:
+    """Indices into x of one field of every body: (n+1, width), or (n, width) for quadrotors
+    only (``load_field`` None)."""
+    starts = [L.quad_offset(i) + quad_field for i in range(n)]
+    if load_field is not None:
+        starts = [load_field] + starts
+    return np.array(starts)[:, None] + np.arange(width)
+
+
+@dataclass(frozen=True)
+class Bodies:
+    """The state x as arrays over bodies (load first) plus the quadrotors' rotor speeds."""
+
+    pos: np.ndarray  # (n+1, 3) world
+    quat: np.ndarray  # (n+1, 4)
+    vel: np.ndarray  # (n+1, 3) world
+    rate: np.ndarray  # (n+1, 3) body
+    rotor: np.ndarray  # (n, 4)
+
+    @property
+    def n(self) -> int:
+        return self.rotor.shape[0]
+
+
+_FIELDS = (
+    ("pos", L.LOAD_POS, L.QUAD_POS, 3),
+    ("quat", L.LOAD_QUAT, L.QUAD_QUAT, 4),
+    ("vel", L.LOAD_VEL, L.QUAD_VEL, 3),
+    ("rate", L.LOAD_RATE, L.QUAD_RATE, 3),
+    ("rotor", None, L.QUAD_ROTOR, 4),
+)
+
+
+def unpack_state(x: np.ndarray, n: int) -> Bodies:
+    x = np.asarray(x, dtype=float)
+    return Bodies(**{name: x[_field_index(n, lf, qf, w)] for name, lf, qf, w in _FIELDS})
+
+
+def pack_state(bodies: Bodies) -> np.ndarray:
+    n = bodies.n
+    x = np.zeros(L.state_size(n))
+    for name, lf, qf, w in _FIELDS:
+        x[_field_index(n, lf, qf, w)] = getattr(bodies, name)
+    return x
+
+
+def _rotate(R: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """R v for stacks of matrices and vectors."""
+    return np.einsum("...ij,...j->...i", R, v)
+
+
+def _rotate_back(R: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """R^T v for stacks of matrices and vectors."""
+    return np.einsum("...ji,...j->...i", R, v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forces
+
+
+def rotor_thrusts(rotor: np.ndarray, kf) -> np.ndarray:
+    """Thrust of every rotor, k_f w^2 (N)."""
+    return np.asarray(kf)[..., None] * rotor**2
+
+
+class Cables(NamedTuple):
+    load_end: np.ndarray  # (n, 3) world position of each cable's end on the load
+    quad_end: np.ndarray  # (n, 3) ... and on the quadrotor
+    direction: np.ndarray  # (n, 3) unit vector from the load's end to the quadrotor's
+    length: np.ndarray  # (n,)
+    stretch: np.ndarray  # (n,) length - rest length (> 0: stretched)
+    length_rate: np.ndarray  # (n,) d length / dt
+
+
+def cable_state(b: Bodies, M: Model, R: np.ndarray | None = None) -> Cables:
+    """Geometry and length rate of every cable; R (n+1, 3, 3) the bodies' rotations."""
+    R = quat_to_matrix(b.quat) if R is None else R
+    R_load, R_quad = R[0], R[1:]
+    rho = M.load_attach  # (n, 3) load frame
+    s = M.quad_attach  # (n, 3) body frames
+    load_end = b.pos[0] + rho @ R_load.T
+    load_end_vel = b.vel[0] + np.cross(b.rate[0], rho) @ R_load.T
+    quad_end = b.pos[1:] + _rotate(R_quad, s)
+    quad_end_vel = b.vel[1:] + _rotate(R_quad, np.cross(b.rate[1:], s))
+    d = quad_end - load_end
+    length = np.linalg.norm(d, axis=1)
+    u = d / length[:, None]
+    length_rate = np.sum(u * (quad_end_vel - load_end_vel), axis=1)
+    return Cables(load_end, quad_end, u, length, length - M.rest_length, length_rate)
+
+
+class Forces(NamedTuple):
+    force: np.ndarray  # (n+1, 3) world
+    torque: np.ndarray  # (n+1, 3) body
+    tension: np.ndarray  # (n,)
+
+
+def _forces(b: Bodies, M: Model, wrench: np.ndarray) -> Forces:
+    wrench = np.asarray(wrench, dtype=float)
+    R = quat_to_matrix(b.quat)  # (n+1, 3, 3)
+    R_load, R_quad = R[0], R[1:]
+    force = np.zeros_like(b.pos)
+    torque = np.zeros_like(b.pos)
+
+    # gravity on every body; the external wrench on the load
+    force[:, 2] -= M.mass * M.gravity
+    force[0] += wrench[:3]
+    torque[0] += R_load.T @ wrench[3:]
+
+    # rotors: thrust along body z, torques through the allocation matrix
+    f = rotor_thrusts(b.rotor, M.kf)  # (n, 4)
+    force[1:] += R_quad[:, :, 2] * f.sum(axis=1)[:, None]
+    torque[1:] += np.einsum("nrk,nk->nr", M.alloc[:, 1:, :], f)
+
+    # cables: unilateral spring-dampers between the two attachment points
+    c = cable_state(b, M, R)
+    tension = np.where(c.stretch > 0.0,
+                       np.maximum(M.stiffness * c.stretch + M.damping * c.length_rate, 0.0), 0.0)
+    rho, s, u = M.load_attach, M.quad_attach, c.direction
+    pull = tension[:, None] * u  # on the load, toward each quadrotor (world)
+    force[0] += pull.sum(axis=0)
+    force[1:] -= pull
+    torque[0] += np.cross(rho, pull @ R_load).sum(axis=0)  # rho x (R_L^T f)
+    torque[1:] += np.cross(s, _rotate_back(R_quad, -pull))
+    return Forces(force, torque, tension)
+
+
+def compute_forces(x, model, n, wrench):
+    """Twin of ``kernels.compute_forces``: (force (n+1,3) world, torque (n+1,3) body,
+    tension (n,)) at state x, with the external world ``wrench`` (6,) on the load."""
+    return tuple(_forces(unpack_state(x, n), unpack_model(model, n), wrench))
+
+
+# ---------------------------------------------------------------------------------------------
+# Velocity Verlet on linear momenta and body-frame angular momenta
+
+
+def principal_inertia(M: Model) -> np.ndarray:
+    """Principal moments of every body (n+1, 3); the load's tensor must be in principal axes."""
+    return np.vstack([np.diag(M.load_inertia), M.quad_inertia])
+
+
+def angular_momenta(b: Bodies, M: Model) -> np.ndarray:
+    """Body-frame angular momenta J w (n+1, 3)."""
+    return principal_inertia(M) * b.rate
+
+
+def _rates(mom: np.ndarray, M: Model) -> np.ndarray:
+    """Body rates J^-1 m (n+1, 3)."""
+    return mom / principal_inertia(M)
+
+
+def _kick(b: Bodies, mom: np.ndarray, fr: Forces, M: Model, dt: float):
+    """Advance linear and body angular momenta by dt under fixed forces; rates from momenta."""
+    mom = mom + dt * fr.torque
+    vel = b.vel + dt * fr.force / M.mass[:, None]
+    return replace(b, vel=vel, rate=_rates(mom, M)), mom
+
+
+def _turn_about_axis(q: np.ndarray, mom: np.ndarray, axis: int, theta: np.ndarray):
+    """Bodies turned by theta (n,) about their principal ``axis``: q <- q (x) exp(theta e / 2);
+    the body-frame momentum counter-rotates, m <- R_e(theta)^T m (a plane rotation of the two
+    other components). Stacked over the leading axis."""
+    e = np.eye(3)[axis]
+    q = quat_multiply(q, quat_exp(theta[:, None] * e))
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    c, s = np.cos(theta), np.sin(theta)
+    mom = mom.copy()
+    mom[:, i], mom[:, j] = c * mom[:, i] + s * mom[:, j], c * mom[:, j] - s * mom[:, i]
+    return q, mom
+
+
+# Splitting of the free flow of a body without axial symmetry: (axis, fraction of the step), in
+# order (Dullweber, Leimkuhler and McLachlan 1997).
+DRIFT_SPLITTING = ((0, 0.5), (1, 0.5), (2, 1.0), (1, 0.5), (0, 0.5))
+
+
+def _drift(b: Bodies, mom: np.ndarray, M: Model, h: float):
+    """Free flight for h: positions move with their velocities; attitudes follow the free
+    rigid-body flow of T = sum m_k^2 / (2 J_k) (body momenta counter-rotating with each turn):
+
+    - axially symmetric bodies (J_x = J_y, the quadrotors), exactly: T splits into the
+      commuting |m|^2 / (2 J_x), a turn by h m / J_x about the momentum itself, and
+      m_z^2 (1/J_z - 1/J_x) / 2, a turn about body z by h m_z (1/J_z - 1/J_x);
+    - other bodies (the load): turns by fraction * h * m_k / J_k about each principal axis k
+      in the order of ``DRIFT_SPLITTING``.
+
+    Rates are not updated here.
+    """
+    J = principal_inertia(M)
+    q, mom = b.quat.copy(), mom.copy()
+    sym = J[:, 0] == J[:, 1]
+    if sym.any():
+        q_s, m_s, J_s = q[sym], mom[sym], J[sym]
+        # about the momentum itself: q turns, m (along the turn's axis) is unchanged
+        q_s = quat_multiply(q_s, quat_exp(h * m_s / J_s[:, :1]))
+        spin = h * m_s[:, 2] * (1.0 / J_s[:, 2] - 1.0 / J_s[:, 0])
+        q[sym], mom[sym] = _turn_about_axis(q_s, m_s, 2, spin)
+    other = ~sym
+    if other.any():
+        q_o, m_o, J_o = q[other], mom[other], J[other]
+        for axis, fraction in DRIFT_SPLITTING:
+            theta = fraction * h * m_o[:, axis] / J_o[:, axis]
+            q_o, m_o = _turn_about_axis(q_o, m_o, axis, theta)
+        q[other], mom[other] = q_o, m_o
+    q = q / np.linalg.norm(q, axis=1, keepdims=True)  # no sign flip: the kernel keeps the sign
+    return replace(b, pos=b.pos + h * b.vel, quat=q), mom
+
+
+def _motors(b: Bodies, rotor_cmd: np.ndarray, M: Model, h: float) -> Bodies:
+    """Exact solution of tau dw/dt = cmd - w over h for a constant command."""
+    decay = np.exp(-h / M.motor_tau)[:, None]
+    return replace(b, rotor=rotor_cmd + (b.rotor - rotor_cmd) * decay)
+
+
+class _Integrator:
+    """Velocity Verlet with first-same-as-last forces: holds the forces at the current state."""
+
+    def __init__(self, b: Bodies, M: Model, wrench: np.ndarray):
+        self.M = M
+        self.bodies = b
+        self.forces = _forces(b, M, wrench)  # uses the state's own velocities for damping
+        self.mom = angular_momenta(b, M)
+
+    def step(self, rotor_cmd: np.ndarray, h: float, wrench_end: np.ndarray) -> Forces:
+        M = self.M
+        b, mom = _kick(self.bodies, self.mom, self.forces, M, 0.5 * h)
+        b, mom = _drift(b, mom, M, h)
+        b = replace(b, rate=_rates(mom, M))
+        b = _motors(b, rotor_cmd, M, h)
+        # forces at the new positions with half-step velocities, reused at the next step start
+        self.forces = _forces(b, M, wrench_end)
+        self.bodies, self.mom = _kick(b, mom, self.forces, M, 0.5 * h)
+        return self.forces
+
+
+def physics_step(x, rotor_cmd, model, n, h, wrench, wrench_end=None):
+    """One full physics step from x: kick, drift, rates, exact motor update toward
+    ``rotor_cmd`` (n, 4), forces, kick. The first kick uses forces evaluated at x itself (as at
+    the start of ``kernels.advance``) with ``wrench``; the second uses ``wrench_end`` (default:
+    the same). Returns (new x, cable tensions at the end)."""
+    M = unpack_model(model, n)
+    wrench_end = wrench if wrench_end is None else wrench_end
+    integ = _Integrator(unpack_state(x, n), M, wrench)
+    fr = integ.step(np.asarray(rotor_cmd, dtype=float), h, wrench_end)
+    return pack_state(integ.bodies), fr.tension
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans
+
+
+class Reference(NamedTuple):
+    p: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    jerk: np.ndarray
+    rate: np.ndarray
+
+    def as_vector(self) -> np.ndarray:
+        """In the kernel's scratch order: p, v, a, jerk, body rates (15,)."""
+        return np.concatenate(self)
+
+
+_REF_FIELDS = (L.TR_POS, L.TR_VEL, L.TR_ACC, L.TR_JERK, L.TR_RATE)
+
+
+def plan_is_valid(plan: np.ndarray) -> bool:
+    """All values finite and node times strictly increasing."""
+    return bool(np.isfinite(plan).all() and np.all(np.diff(plan[:, L.TR_TIME]) > 0.0))
+
+
+def _hermite(p0, m0, p1, m1, dt, s):
+    basis = np.array([2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2,
+                      s**3 - s**2])
+    return basis @ np.stack([p0, dt * m0, p1, dt * m1])
+
+
+def sample_plan(plan: np.ndarray, t: float, hint: int = 0):
+    """(segment, Reference) of a valid plan at time t; (-1, None) past its last node.
+
+    Cubic Hermite between nodes for p, v, a (slopes v, a, jerk), linear for jerk and body rates;
+    before the first node, the first node's values. The segment search starts at ``hint`` when
+    that segment has begun, and never goes backward from there.
+    """
+    times = plan[:, L.TR_TIME]
+    if t > times[-1]:
+        return -1, None
+    if t <= times[0]:
+        return 0, Reference(*(plan[0, f : f + 3].copy() for f in _REF_FIELDS))
+    start = hint if 0 <= hint < len(times) - 1 and times[hint] <= t else 0
+    j = max(start, int(np.searchsorted(times, t, side="left")) - 1)  # t in [t_j, t_j+1]
+    node0, node1 = plan[j], plan[j + 1]
+    dt = times[j + 1] - times[j]
+    s = (t - times[j]) / dt
+
+    def cubic(value, slope):
+        return _hermite(node0[value : value + 3], node0[slope : slope + 3],
+                        node1[value : value + 3], node1[slope : slope + 3], dt, s)
+
+    def linear(field):
+        return (1 - s) * node0[field : field + 3] + s * node1[field : field + 3]
+
+    ref = Reference(
+        p=cubic(L.TR_POS, L.TR_VEL),
+        v=cubic(L.TR_VEL, L.TR_ACC),
+        a=cubic(L.TR_ACC, L.TR_JERK),
+        jerk=linear(L.TR_JERK),
+        rate=linear(L.TR_RATE),
+    )
+    return j, ref
+
+
+# ---------------------------------------------------------------------------------------------
+# Controller
+
+
+def _block(start: int, width: int = 3) -> slice:
+    return slice(start, start + width)
+
+
+def held_heading(R: np.ndarray) -> np.ndarray:
+    """(cos, sin) of the heading of the body x axis; +x when that axis is vertical."""
+    h = R[:2, 0]
+    norm = np.hypot(*h)
+    return np.array([1.0, 0.0]) if norm < 1e-6 else h / norm
+
+
+def attitude_rate_command(q, z_des, heading, att_gain, yaw_gain):
+    """Tilt-prioritized attitude law (Brescianini et al. 2013).
+
+    Desired attitude: body z along ``z_des``, body x in the vertical plane of ``heading``.
+    The error q_e = q^-1 (x) q_des (w >= 0) is split as q_e = q_tilt (x) q_yaw with q_yaw about
+    body z and q_tilt about a horizontal body axis; the body rate command is
+    (K_att q_tilt_x, K_att q_tilt_y, K_yaw q_yaw_z). Returns (rate command, upside_down).
+    """
+    c_heading = np.array([heading[0], heading[1], 0.0])
+    y_des = np.cross(z_des, c_heading)
+    y_des /= np.linalg.norm(y_des)
+    x_des = np.cross(y_des, z_des)
+    q_des = matrix_to_quat(np.column_stack([x_des, y_des, z_des]))
+    q_err = quat_multiply(quat_conjugate(q), q_des)
+    if q_err[0] < 0.0:
+        q_err = -q_err
+    c = np.hypot(q_err[0], q_err[3])
+    if c <= 1e-9:  # thrust axis opposite to the target's: no unique split, tilt about x
+        return np.array([att_gain, 0.0, 0.0]), True
+    q_yaw = np.array([q_err[0], 0.0, 0.0, q_err[3]]) / c
+    q_tilt = quat_multiply(q_err, quat_conjugate(q_yaw))
+    return np.array([att_gain * q_tilt[1], att_gain * q_tilt[2], yaw_gain * q_yaw[3]]), False
+
+
+def allocate(thrust: float, torque: np.ndarray, quad: QuadModel):
+    """Rotor speed commands for a collective thrust and body torque.
+
+    The thrust is first limited to what four rotors can give; if a rotor would leave its range
+    the yaw torque is dropped; finally every rotor thrust is clipped. Returns
+    (speeds (4,), info dict).
+    """
+    f_min = quad.kf * quad.speed_min**2
+    f_max = quad.kf * quad.speed_max**2
+    thrust_limited = float(np.clip(thrust, 4.0 * f_min, 4.0 * f_max))
+    f = quad.alloc_inv @ np.array([thrust_limited, *torque])
+    yaw_dropped = bool(np.any((f < f_min) | (f > f_max)))
+    if yaw_dropped:
+        f = quad.alloc_inv @ np.array([thrust_limited, torque[0], torque[1], 0.0])
+    clipped = bool(np.any((f < f_min) | (f > f_max)))
+    f = np.clip(f, f_min, f_max)
+    info = dict(thrust_limited=thrust_limited != thrust, yaw_dropped=yaw_dropped,
+                rotor_clipped=clipped)
+    return np.sqrt(f / quad.kf), info
+
+
+class ControllerResult(NamedTuple):
+    cs: np.ndarray  # the quadrotor's new controller state row
+    plan_status: np.ndarray  # (n,) new copy
+    counters: np.ndarray  # (n, K_SIZE) new copy
+    info: dict  # which branches were taken (for coverage checks in tests)
+
+
+def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t) -> ControllerResult:
+    """Twin of ``kernels.controller_update`` for quadrotor i at time t (R from x itself)."""
+    cs = np.array(cs, dtype=float)
+    plan_status = np.array(plan_status)
+    counters = np.array(counters, dtype=float)
+    quad = quad_model(cmodel, i)  # the controller knows only the nominal model
+    g = float(cmodel[L.M_GRAVITY])
+    o = L.quad_offset(i)
+    p, v, w = (_vec(x, o + f) for f in (L.QUAD_POS, L.QUAD_VEL, L.QUAD_RATE))
+    q = _vec(x, o + L.QUAD_QUAT, 4)
+    R = quat_to_matrix(q)
+    dt = gains[L.G_DT]
+    info = {}
+
+    # measured rotor thrust vector (world) and rotor torque (body), from the rotor speeds
+    f_rotor = rotor_thrusts(_vec(x, o + L.QUAD_ROTOR, 4), quad.kf)
+    thrust_vec = R[:, 2] * f_rotor.sum()
+    rotor_torque = quad.alloc[1:] @ f_rotor
+
+    # INDI filters: first-order low-pass on the finite-difference accelerations and, equally,
+    # on the rotor thrust and torque averaged over the same interval
+    acc, alpha_f = _block(L.CS_ACC_FILT), _block(L.CS_ALPHA_FILT)
+    force_f, torque_f = _block(L.CS_FORCE_FILT), _block(L.CS_TORQUE_FILT)
+    prev_v, prev_w = _block(L.CS_PREV_VEL), _block(L.CS_PREV_RATE)
+    prev_f, prev_t = _block(L.CS_PREV_FORCE), _block(L.CS_PREV_TORQUE)
+    heading = _block(L.CS_HEADING, 2)
+    hold = _block(L.CS_HOLD_POS)
+    if cs[L.CS_INITIALIZED] == 0.0:
+        cs[acc] = 0.0
+        cs[alpha_f] = 0.0
+        cs[force_f] = thrust_vec
+        cs[torque_f] = rotor_torque
+        cs[hold] = p
+        cs[heading] = held_heading(R)
+        cs[L.CS_MODE] = L.MODE_HOLD_NO_PLAN
+        cs[L.CS_INITIALIZED] = 1.0
+    else:
+        a = gains[L.G_FILTER_ALPHA]
+        measured = (
+            (acc, (v - cs[prev_v]) / dt),
+            (alpha_f, (w - cs[prev_w]) / dt),
+            (force_f, 0.5 * (thrust_vec + cs[prev_f])),
+            (torque_f, 0.5 * (rotor_torque + cs[prev_t])),
+        )
+        for slot, value in measured:
+            cs[slot] += a * (value - cs[slot])
+    cs[prev_v], cs[prev_w], cs[prev_f], cs[prev_t] = v, w, thrust_vec, rotor_torque
+
+    # reference: the plan, or hover where hold began
+    if plan_status[i] == L.PLAN_NEW:
+        if plan_is_valid(plan):
+            plan_status[i] = L.PLAN_VALID
+            cs[L.CS_SEGMENT] = 0.0
+        else:
+            plan_status[i] = L.PLAN_REJECTED
+            counters[i, L.K_REJECTED_PLANS] += 1.0
+    mode, ref = L.MODE_HOLD_NO_PLAN, None
+    if plan_status[i] == L.PLAN_VALID:
+        seg, ref = sample_plan(plan, t, int(cs[L.CS_SEGMENT]))
+        if seg >= 0:
+            mode = L.MODE_TRACKING
+            cs[L.CS_SEGMENT] = seg
+        else:
+            mode = L.MODE_HOLD_EXPIRED
+    elif plan_status[i] == L.PLAN_REJECTED:
+        mode = L.MODE_HOLD_REJECTED
+    if mode != L.MODE_TRACKING:
+        if cs[L.CS_MODE] == L.MODE_TRACKING:  # entering hold: hold here, at this heading
+            cs[hold] = p
+            cs[heading] = held_heading(R)
+        zero = np.zeros(3)
+        ref = Reference(cs[hold].copy(), zero, zero, zero, zero)
+        counters[i, L.K_HOLD_UPDATES] += 1.0
+    cs[L.CS_MODE] = mode
+    info["mode"] = mode
+
+    # position loop, INDI force: F = F_filt + m (a_cmd - a_filt)
+    e = ref.p - p
+    e_norm = np.linalg.norm(e)
+    info["error_clipped"] = bool(e_norm > gains[L.G_MAX_POS_ERR])
+    if info["error_clipped"]:
+        e = e * (gains[L.G_MAX_POS_ERR] / e_norm)
+    a_cmd = ref.a + gains[_block(L.G_KP)] * e + gains[_block(L.G_KV)] * (ref.v - v)
+    F = cs[force_f] + quad.mass * (a_cmd - cs[acc])
+    # thrust axis kept upward and within the tilt limit (the vertical part has priority)
+    info["lift_raised"] = bool(F[2] < 0.2 * quad.mass * g)
+    F[2] = max(F[2], 0.2 * quad.mass * g)
+    fh, fh_max = np.hypot(F[0], F[1]), gains[L.G_TAN_MAX_TILT] * F[2]
+    info["tilt_limited"] = bool(fh > fh_max)
+    if info["tilt_limited"]:
+        F[:2] *= fh_max / fh
+    z_des = F / np.linalg.norm(F)
+    thrust = F @ R[:, 2]  # the part of F the current thrust axis can give
+
+    rate_cmd, info["upside_down"] = attitude_rate_command(
+        q, z_des, cs[heading], gains[L.G_ATT_GAIN], gains[L.G_YAW_GAIN])
+
+    # INDI body rates: tau = tau_filt + J (K_w (w_cmd - w) - alpha_filt), plan rates fed forward
+    alpha_cmd = gains[_block(L.G_RATE_GAIN)] * (rate_cmd + ref.rate - w)
+    torque = cs[torque_f] + quad.inertia * (alpha_cmd - cs[alpha_f])
+
+    cs[_block(L.CS_ROTOR_CMD, 4)], alloc_info = allocate(thrust, torque, quad)
+    info.update(alloc_info)
+    return ControllerResult(cs, plan_status, counters, info)
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics and the time loop
+
+
+def _sampled_statistics(stats: np.ndarray, b: Bodies, M: Model) -> np.ndarray:
+    """At controller updates: largest collective thrust ratio, closest pair of quadrotors."""
+    stats = stats.copy()
+    ratio = np.sum(b.rotor**2, axis=1) / (4.0 * M.speed_max**2)
+    stats[L.ST_MAX_THRUST_RATIO] = max(stats[L.ST_MAX_THRUST_RATIO], ratio.max())
+    quad_pos = b.pos[1:]
+    d2 = np.sum((quad_pos[:, None, :] - quad_pos[None, :, :]) ** 2, axis=-1)
+    pairs = np.triu_indices(b.n, k=1)
+    stats[L.ST_MIN_UAV_DIST_SQ] = min(stats[L.ST_MIN_UAV_DIST_SQ], d2[pairs].min())
+    return stats
+
+
+def _slack_statistics(stats: np.ndarray, tension: np.ndarray, h: float) -> np.ndarray:
+    """Every step: step count, steps with a slack cable, slack streaks and the longest one."""
+    stats = stats.copy()
+    n = tension.size
+    slack = tension == 0.0
+    streak = _block(L.ST_STREAK, n)
+    stats[streak] = np.where(slack, stats[streak] + h, 0.0)
+    stats[L.ST_STEPS] += 1.0
+    stats[L.ST_SLACK_ANY] += float(slack.any())
+    stats[L.ST_LONGEST_SLACK] = max(stats[L.ST_LONGEST_SLACK], stats[streak].max())
+    return stats
+
+
+class AdvanceResult(NamedTuple):
+    x: np.ndarray
+    ctrl: np.ndarray
+    plan_status: np.ndarray
+    counters: np.ndarray
+    stats: np.ndarray
+    rows: int
+    log_x: np.ndarray
+    log_tension: np.ndarray
+    infos: list  # per controller update: list of each quadrotor's info dict
+
+
+def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step0, h, n_steps,
+            decimation, wrench, stats, log_every, log_x, log_tension) -> AdvanceResult:
+    """Twin of ``kernels.advance``; returns new arrays instead of writing in place.
+
+    Per step k (global index step0 + k, time (step0 + k) h): the controllers first when the
+    index is a multiple of ``decimation`` (with the state and rotations the previous step
+    ended with), then kick, drift, rates, motors, forces at the new state (wrench row k + 1,
+    the last row repeating), kick, slack statistics, logging. The forces of the first kick
+    are those of the previous step's end (FSAL); for the very first step, those at x with
+    ``wrench[0]``.
+    """
+    M = unpack_model(model, n)
+    ctrl = np.array(ctrl, dtype=float)
+    plan_status = np.array(plan_status)
+    counters = np.array(counters, dtype=float)
+    stats = np.array(stats, dtype=float)
+    log_x = np.array(log_x, dtype=float)
+    log_tension = np.array(log_tension, dtype=float)
+    wrench = np.asarray(wrench, dtype=float)
+    rows = 0
+    infos = []
+    integ = _Integrator(unpack_state(x, n), M, wrench[0])
+    for k in range(n_steps):
+        step = step0 + k
+        if step % decimation == 0:
+            x_now = pack_state(integ.bodies)
+            update_infos = []
+            for i in range(n):
+                res = controller_update(x_now, i, ctrl[i], plans[i], plan_status, counters,
+                                        cmodel, gains, step * h)
+                ctrl[i], plan_status, counters = res.cs, res.plan_status, res.counters
+                update_infos.append(res.info)
+            infos.append(update_infos)
+            stats = _sampled_statistics(stats, integ.bodies, M)
+        rotor_cmd = ctrl[:, L.CS_ROTOR_CMD : L.CS_ROTOR_CMD + 4]
+        fr = integ.step(rotor_cmd, h, wrench[min(k + 1, len(wrench) - 1)])
+        stats = _slack_statistics(stats, fr.tension, h)
+        if log_every > 0 and (step + 1) % log_every == 0 and rows < log_x.shape[0]:
+            log_x[rows] = pack_state(integ.bodies)
+            log_tension[rows] = fr.tension
+            rows += 1
+    return AdvanceResult(pack_state(integ.bodies), ctrl, plan_status, counters, stats, rows,
+                         log_x, log_tension, infos)
