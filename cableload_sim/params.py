@@ -388,6 +388,52 @@ class SimulationParams:
 
 
 @dataclass(frozen=True)
+class TeacherParams:
+    """The centralized NMPC teacher: cost weights, bounds and solver settings.
+
+    Weights multiply squared errors integrated over the horizon (each node's term times its
+    interval), so they do not depend on the node spacing.
+    """
+
+    weight_position: float = 400.0
+    """Load position error (1/m^2 s)."""
+    weight_attitude: float = 100.0
+    """Load attitude error, squared geodesic angle (1/rad^2 s)."""
+    weight_velocity: float = 20.0
+    """Load velocity error (s/m^2)."""
+    weight_rate: float = 5.0
+    """Load angular velocity error (s/rad^2)."""
+    weight_cable_jerk: float = 0.02
+    """Input: third derivative of each cable's angular velocity (s^5/rad^2)."""
+    weight_tension_accel: float = 0.0005
+    """Input: second derivative of each tension (s^3/N^2)."""
+    weight_cable_rate: float = 0.05
+    """Regularization of the cable angular accelerations dr and ddr (s^3/rad^2)."""
+    terminal_scale: float = 5.0
+    """Terminal node weight over the stage weights (-)."""
+    tension_min: float = 0.5
+    """Smallest tension; above zero keeps the cables taut (N)."""
+    tension_max: float = 15.0
+    """Largest tension (N)."""
+    thrust_min: float = 1.0
+    """Smallest collective thrust of a quadrotor (N)."""
+    thrust_margin: float = 0.9
+    """Largest collective thrust as a fraction of the quadrotor's maximum (-)."""
+    min_distance: float = 1.0
+    """Smallest distance between two quadrotors (m)."""
+    max_cable_jerk: float = 200.0
+    """Bound on each component of the input d3r (rad/s^4)."""
+    max_tension_accel: float = 2000.0
+    """Bound on the input d2t (N/s^2)."""
+    max_iter: int = 20
+    """Gauss-Newton SQP iteration limit of the first plan (cold start)."""
+    rti_iterations: int = 1
+    """SQP iterations of every later plan, warm-started (1: real-time iteration)."""
+    substeps: int = 1
+    """RK4 steps per horizon interval."""
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything one configuration file holds."""
 
@@ -395,6 +441,7 @@ class Config:
     controller: ControllerParams = field(default_factory=ControllerParams)
     simulation: SimulationParams = field(default_factory=SimulationParams)
     mismatch: MismatchParams = field(default_factory=MismatchParams)
+    teacher: TeacherParams = field(default_factory=TeacherParams)
 
     def with_uavs(self, n: int) -> Config:
         return dataclasses.replace(self, system=self.system.with_uavs(n))
@@ -475,6 +522,24 @@ def _simulation(path: str, table: dict) -> SimulationParams:
     return sim
 
 
+def _teacher(path: str, table: dict) -> TeacherParams:
+    checks = {f.name: _non_negative for f in dataclasses.fields(TeacherParams)}
+    for name in ("tension_max", "thrust_min", "thrust_margin", "max_cable_jerk",
+                 "max_tension_accel", "weight_position"):
+        checks[name] = _positive
+
+    checks["max_iter"] = lambda p, v: _integer(p, v, 1)
+    checks["rti_iterations"] = lambda p, v: _integer(p, v, 1)
+    checks["substeps"] = lambda p, v: _integer(p, v, 1)
+    teacher = _fields_from(TeacherParams, path, table, checks)
+    if teacher.tension_min >= teacher.tension_max:
+        raise ConfigError(f"{path}.tension_min: expected less than tension_max="
+                          f"{teacher.tension_max!r}, got {teacher.tension_min!r}")
+    if teacher.thrust_margin > 1.0:
+        raise ConfigError(f"{path}.thrust_margin: expected at most 1, got {teacher.thrust_margin!r}")
+    return teacher
+
+
 def _mismatch(path: str, table: dict) -> MismatchParams:
     checks = {
         "load_mass_scale": _positive,
@@ -521,7 +586,7 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
     _check_table(
         source, data,
         {"gravity", "load", "quadrotor", "cable", "formation", "controller", "simulation",
-         "mismatch"},
+         "mismatch", "teacher"},
     )
     load = _load(f"{source}:load", data.get("load", {}), None)
     n = len(load.attachments)
@@ -541,6 +606,7 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
         controller=_controller(f"{source}:controller", data.get("controller", {})),
         simulation=_simulation(f"{source}:simulation", data.get("simulation", {})),
         mismatch=mismatch,
+        teacher=_teacher(f"{source}:teacher", data.get("teacher", {})),
     )
 
 

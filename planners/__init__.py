@@ -10,6 +10,7 @@ import importlib
 _REGISTRY = {
     "formation": ("planners.formation:FormationPlanner", {"tilt": False}),
     "formation-tilt": ("planners.formation:FormationPlanner", {"tilt": True}),
+    "teacher": ("planners.teacher:TeacherPlanner", {}),
 }
 
 

@@ -1,0 +1,257 @@
+"""The load-cable model of the teacher NMPC (Sun et al., Science Robotics 2025), in CasADi.
+
+State (13 + 14 n), in this order:
+    load position p (3, world), velocity v (3, world), attitude q (4, w x y z, body to world),
+    body angular velocity omega (3);
+    per cable i: unit direction s_i (3, from the quadrotor to the load), cable angular velocity
+    r_i (3) and its derivatives dr_i, ddr_i (3 + 3), tension t_i and its rate dt_i (1 + 1).
+Input (4 n): per cable the third derivative of r_i (3) and the second derivative of t_i (1).
+
+Dynamics (cables rigid and taut, massless):
+    m dv/dt = -sum_i t_i s_i + m g
+    J domega/dt = -omega x J omega + sum_i t_i (R^T s_i) x rho_i
+    ds_i/dt = r_i x s_i;   chains of integrators for r_i and t_i.
+
+Quadrotor kinematics follow: the cable's end on quadrotor i is p + R rho_i - l_i s_i (its centre
+of gravity sits above it by the attachment offset of a level quadrotor); it is
+differentiated exactly up to jerk (the jerk needs the load's second derivatives, hence the
+derivative of the load's equations of motion, also exact). The thrust vector is
+``F_i = m_i (a_i - g) - t_i s_i`` and the body rates follow by differential flatness with zero
+yaw rate: ``omega_i = z_i x dF_i/dt / |F_i|`` in the world frame, ``z_i = F_i / |F_i|``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from cableload_sim.params import SystemParams
+
+# state layout
+X_POS = 0
+X_VEL = 3
+X_QUAT = 6
+X_RATE = 10
+X_LOAD = 13
+C_DIR = 0
+C_RATE = 3
+C_DRATE = 6
+C_DDRATE = 9
+C_TENSION = 12
+C_DTENSION = 13
+C_SIZE = 14
+U_SIZE = 4  # per cable: d3r (3), d2t (1)
+
+
+def state_size(n: int) -> int:
+    return X_LOAD + C_SIZE * n
+
+
+def cable_offset(i: int) -> int:
+    return X_LOAD + C_SIZE * i
+
+
+def _quat_to_rot(q):
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    return ca.vertcat(
+        ca.horzcat(1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
+        ca.horzcat(2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
+        ca.horzcat(2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)),
+    )
+
+
+def _quat_rate(q, w):
+    """dq/dt = 0.5 q (x) (0, w), w in the body frame."""
+    return 0.5 * ca.vertcat(
+        -q[1] * w[0] - q[2] * w[1] - q[3] * w[2],
+        q[0] * w[0] + q[2] * w[2] - q[3] * w[1],
+        q[0] * w[1] - q[1] * w[2] + q[3] * w[0],
+        q[0] * w[2] + q[1] * w[1] - q[2] * w[0],
+    )
+
+
+@dataclass
+class CableState:
+    s: ca.SX
+    r: ca.SX
+    dr: ca.SX
+    ddr: ca.SX
+    t: ca.SX
+    dt: ca.SX
+
+
+class LoadCableModel:
+    """Symbolic model of one multi-lift system as the teacher sees it (nominal parameters)."""
+
+    def __init__(self, system: SystemParams):
+        self.system = system
+        self.n = system.n_uavs
+        self.nx = state_size(self.n)
+        self.nu = U_SIZE * self.n
+        self.mass = system.load.mass
+        self.inertia = system.load.inertia_matrix()
+        self.rho = system.attachment_array()
+        self.lengths = np.array([c.length for c in system.cables])
+        self.uav_mass = np.array([q.mass for q in system.quadrotors])
+        self.uav_attach = np.array([q.attachment for q in system.quadrotors])
+        self.g = np.array([0.0, 0.0, -system.gravity])
+        x = ca.SX.sym("x", self.nx)
+        u = ca.SX.sym("u", self.nu)
+        self.x_sym, self.u_sym = x, u
+        self.f = ca.Function("f", [x, u], [self._dynamics(x, u)], ["x", "u"], ["xdot"])
+        outputs = self._quad_outputs(x)
+        self.outputs = ca.Function("outputs", [x], list(outputs),
+                                   ["x"], ["p", "v", "a", "j", "thrust", "rates"])
+        self.positions_thrusts = ca.Function(
+            "positions_thrusts", [x], list(self._positions_thrusts(x)), ["x"], ["p", "thrust"])
+
+    # -- pieces -------------------------------------------------------------------------------
+
+    def cables(self, x) -> list[CableState]:
+        out = []
+        for i in range(self.n):
+            o = cable_offset(i)
+            out.append(CableState(
+                s=x[o + C_DIR : o + C_DIR + 3], r=x[o + C_RATE : o + C_RATE + 3],
+                dr=x[o + C_DRATE : o + C_DRATE + 3], ddr=x[o + C_DDRATE : o + C_DDRATE + 3],
+                t=x[o + C_TENSION], dt=x[o + C_DTENSION]))
+        return out
+
+    def load_accelerations(self, x):
+        """Load acceleration (world) and angular acceleration (body) at state x."""
+        q = x[X_QUAT : X_QUAT + 4]
+        w = x[X_RATE : X_RATE + 3]
+        R = _quat_to_rot(q)
+        J = ca.DM(self.inertia)
+        force = ca.DM(self.mass * self.g)
+        torque = -ca.cross(w, ca.mtimes(J, w))
+        for i, c in enumerate(self.cables(x)):
+            force = force - c.t * c.s
+            torque = torque + c.t * ca.cross(ca.mtimes(R.T, c.s), ca.DM(self.rho[i]))
+        return force / self.mass, ca.solve(J, torque)
+
+    def load_jerks(self, x):
+        """Time derivatives of the load acceleration (world) and angular acceleration (body)."""
+        q = x[X_QUAT : X_QUAT + 4]
+        w = x[X_RATE : X_RATE + 3]
+        R = _quat_to_rot(q)
+        J = ca.DM(self.inertia)
+        _, alpha = self.load_accelerations(x)
+        dforce = ca.DM.zeros(3)
+        dtorque = -ca.cross(alpha, ca.mtimes(J, w)) - ca.cross(w, ca.mtimes(J, alpha))
+        for i, c in enumerate(self.cables(x)):
+            s_dot = ca.cross(c.r, c.s)
+            dforce = dforce - c.dt * c.s - c.t * s_dot
+            s_body = ca.mtimes(R.T, c.s)
+            s_body_dot = -ca.cross(w, s_body) + ca.mtimes(R.T, s_dot)
+            rho = ca.DM(self.rho[i])
+            dtorque = dtorque + c.dt * ca.cross(s_body, rho) + c.t * ca.cross(s_body_dot, rho)
+        return dforce / self.mass, ca.solve(J, dtorque)
+
+    def _dynamics(self, x, u):
+        v = x[X_VEL : X_VEL + 3]
+        q = x[X_QUAT : X_QUAT + 4]
+        w = x[X_RATE : X_RATE + 3]
+        acc, alpha = self.load_accelerations(x)
+        parts = [v, acc, _quat_rate(q, w), alpha]
+        for i, c in enumerate(self.cables(x)):
+            d3r = u[U_SIZE * i : U_SIZE * i + 3]
+            d2t = u[U_SIZE * i + 3]
+            parts += [ca.cross(c.r, c.s), c.dr, c.ddr, d3r, c.dt, d2t]
+        return ca.vertcat(*parts)
+
+    def _positions_thrusts(self, x):
+        """Cable ends on the quadrotors (n x 3) and thrust vectors (n x 3): what the path
+        constraints need, without the jerk-level terms of ``outputs``."""
+        p = x[X_POS : X_POS + 3]
+        q = x[X_QUAT : X_QUAT + 4]
+        w = x[X_RATE : X_RATE + 3]
+        R = _quat_to_rot(q)
+        acc, alpha = self.load_accelerations(x)
+        ends, thrusts = [], []
+        for i, c in enumerate(self.cables(x)):
+            rho = ca.DM(self.rho[i])
+            s1 = ca.cross(c.r, c.s)
+            s2 = ca.cross(c.dr, c.s) + ca.cross(c.r, s1)
+            arm_a = ca.mtimes(R, ca.cross(alpha, rho) + ca.cross(w, ca.cross(w, rho)))
+            end_a = acc + arm_a - float(self.lengths[i]) * s2
+            ends.append((p + ca.mtimes(R, rho) - float(self.lengths[i]) * c.s).T)
+            thrusts.append((self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s).T)
+        return ca.vertcat(*ends), ca.vertcat(*thrusts)
+
+    def _quad_outputs(self, x):
+        """Per quadrotor (stacked as n x 3 each): centre-of-gravity position, velocity,
+        acceleration, jerk (world); thrust vector (world); body rates (body, zero yaw rate)."""
+        p = x[X_POS : X_POS + 3]
+        v = x[X_VEL : X_VEL + 3]
+        q = x[X_QUAT : X_QUAT + 4]
+        w = x[X_RATE : X_RATE + 3]
+        R = _quat_to_rot(q)
+        acc, alpha = self.load_accelerations(x)
+        jerk, dalpha = self.load_jerks(x)
+        rows = {k: [] for k in ("p", "v", "a", "j", "thrust", "rates")}
+        for i, c in enumerate(self.cables(x)):
+            rho = ca.DM(self.rho[i])
+            length = float(self.lengths[i])
+            # rotating arm R rho and its derivatives (body-frame angular quantities)
+            w_r = ca.cross(w, rho)
+            arm_v = ca.mtimes(R, w_r)
+            arm_a_body = ca.cross(alpha, rho) + ca.cross(w, w_r)
+            arm_a = ca.mtimes(R, arm_a_body)
+            arm_j = ca.mtimes(R, ca.cross(w, arm_a_body) + ca.cross(dalpha, rho)
+                              + ca.cross(alpha, w_r) + ca.cross(w, ca.cross(alpha, rho)))
+            # cable direction and its derivatives
+            s1 = ca.cross(c.r, c.s)
+            s2 = ca.cross(c.dr, c.s) + ca.cross(c.r, s1)
+            s3 = ca.cross(c.ddr, c.s) + 2 * ca.cross(c.dr, s1) + ca.cross(c.r, s2)
+            end_p = p + ca.mtimes(R, rho) - length * c.s
+            end_v = v + arm_v - length * s1
+            end_a = acc + arm_a - length * s2
+            end_j = jerk + arm_j - length * s3
+            thrust = self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s
+            dthrust = self.uav_mass[i] * end_j - c.dt * c.s - c.t * s1
+            norm = ca.sqrt(ca.sumsqr(thrust))
+            z = thrust / norm
+            w_world = ca.cross(z, dthrust) / norm
+            # attitude with thrust axis z heading +x (the controllers hold their heading)
+            y_axis = ca.cross(z, ca.DM([1.0, 0.0, 0.0]))
+            y_axis = y_axis / ca.sqrt(ca.sumsqr(y_axis))
+            x_axis = ca.cross(y_axis, z)
+            rates = ca.vertcat(ca.dot(x_axis, w_world), ca.dot(y_axis, w_world), 0.0)
+            # centre of gravity: the cable's end shifted by the attachment offset of a level
+            # quadrotor; tilting moves it by under 1 cm at 20 deg, and one rigid shift keeps
+            # p, v, a and jerk exactly consistent
+            rows["p"].append((end_p - ca.DM(self.uav_attach[i])).T)
+            rows["v"].append(end_v.T)
+            rows["a"].append(end_a.T)
+            rows["j"].append(end_j.T)
+            rows["thrust"].append(thrust.T)
+            rows["rates"].append(rates.T)
+        return tuple(ca.vertcat(*rows[k]) for k in ("p", "v", "a", "j", "thrust", "rates"))
+
+    # -- integration --------------------------------------------------------------------------
+
+    def step_function(self, substeps: int = 1) -> ca.Function:
+        """x_next = step(x, u, dt): RK4 with ``substeps`` steps, then q and every s_i
+        renormalized (keeps |s_i| = 1 and |q| = 1 exactly)."""
+        x = ca.SX.sym("x", self.nx)
+        u = ca.SX.sym("u", self.nu)
+        dt = ca.SX.sym("dt")
+        h = dt / substeps
+        xk = x
+        for _ in range(substeps):
+            k1 = self.f(xk, u)
+            k2 = self.f(xk + 0.5 * h * k1, u)
+            k3 = self.f(xk + 0.5 * h * k2, u)
+            k4 = self.f(xk + h * k3, u)
+            xk = xk + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        parts = [xk[X_POS : X_QUAT]]
+        qk = xk[X_QUAT : X_QUAT + 4]
+        parts += [qk / ca.sqrt(ca.sumsqr(qk)), xk[X_RATE:X_LOAD]]
+        for i in range(self.n):
+            o = cable_offset(i)
+            s = xk[o + C_DIR : o + C_DIR + 3]
+            parts += [s / ca.sqrt(ca.sumsqr(s)), xk[o + C_RATE : o + C_SIZE]]
+        return ca.Function("step", [x, u, dt], [ca.vertcat(*parts)], ["x", "u", "dt"], ["xn"])
