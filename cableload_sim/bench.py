@@ -30,7 +30,7 @@ def prepared_simulator(config: Config) -> Simulator:
     return sim
 
 
-def run_closed_loop(sim: Simulator, steps: int, period_steps: int = 100) -> None:
+def run_closed_loop(sim: Simulator, steps: int, period_steps: int = 1000) -> None:
     """Step ``steps`` physics steps, refreshing the plans' times every ``period_steps``."""
     done = 0
     while done < steps:
@@ -44,11 +44,12 @@ def run_closed_loop(sim: Simulator, steps: int, period_steps: int = 100) -> None
 def _batch_arrays(sim: Simulator, batch: int):
     rep = lambda a: np.repeat(a[None], batch, axis=0).copy()  # noqa: E731
     return (rep(sim.x), rep(sim.ctrl), rep(sim.plans), rep(sim.plan_status), rep(sim.counters),
-            rep(sim.model), rep(np.zeros((1, 6))), rep(sim.stats))
+            rep(sim.model), rep(np.zeros((1, 6))), rep(sim.stats), rep(sim.fcache),
+            rep(sim.fvalid))
 
 
-def run_batch(sim: Simulator, arrays, steps: int, period_steps: int = 100) -> None:
-    X, CTRL, PLANS, STATUS, COUNTERS, MODELS, WRENCH, STATS = arrays
+def run_batch(sim: Simulator, arrays, steps: int, period_steps: int = 1000) -> None:
+    X, CTRL, PLANS, STATUS, COUNTERS, MODELS, WRENCH, STATS, FCACHE, FVALID = arrays
     done = 0
     step = sim.step
     while done < steps:
@@ -56,8 +57,22 @@ def run_batch(sim: Simulator, arrays, steps: int, period_steps: int = 100) -> No
         PLANS[:, :, :, layout.TR_TIME] += chunk * sim.h
         STATUS[:] = layout.PLAN_NEW
         kernels.advance_batch(X, CTRL, PLANS, STATUS, COUNTERS, MODELS, sim.cmodel, sim.gains,
-                              sim.n, step + done, sim.h, chunk, sim.decimation, WRENCH, STATS)
+                              sim.n, step + done, sim.h, chunk, sim.decimation, WRENCH, STATS,
+                              FCACHE, FVALID)
         done += chunk
+
+
+ROUNDS = 5
+
+
+def _median_time(work) -> float:
+    """Median wall time of ``ROUNDS`` runs of ``work`` (s)."""
+    times = []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
 
 
 def bench_sim(steps: int = 200_000, batch: int = 64, physics_dt: float | None = None,
@@ -69,15 +84,13 @@ def bench_sim(steps: int = 200_000, batch: int = 64, physics_dt: float | None = 
             config, simulation=dataclasses.replace(config.simulation, physics_dt=physics_dt))
     sim = prepared_simulator(config)
     run_closed_loop(sim, 1000)  # compile or load the cache outside the timing
-    t0 = time.perf_counter()
-    run_closed_loop(sim, steps)
-    single = time.perf_counter() - t0
+    single = _median_time(lambda: run_closed_loop(sim, steps // ROUNDS)) * ROUNDS
     arrays = _batch_arrays(sim, batch)
     run_batch(sim, arrays, 200)
-    per_system = max(steps // batch * 4, 2000)
-    t0 = time.perf_counter()
-    run_batch(sim, arrays, per_system)
-    batched = time.perf_counter() - t0
+    per_system = max(steps // batch * 2, 2000)
+    batched = _median_time(lambda: run_batch(sim, arrays, per_system // ROUNDS)) * ROUNDS
+    per_system = per_system // ROUNDS * ROUNDS
+    steps = steps // ROUNDS * ROUNDS
     finite = bool(np.isfinite(sim.x).all() and np.isfinite(arrays[0]).all())
     return {
         "uavs": sim.n,

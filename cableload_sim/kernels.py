@@ -14,9 +14,11 @@ moment at the joints. Each quadrotor has four rotors with first-order speed dyna
 
 Integrator: velocity Verlet (kick-drift-kick). Kicks add half a step of force to the linear
 momenta and of torque to the body-frame angular momenta; the drift moves positions with their
-velocities and turns each attitude by the exact free rigid-body flow split symmetrically into
-rotations about the principal axes (x, y for h/2, z for h, then y, x for h/2; Dullweber,
-Leimkuhler and McLachlan 1997), the body momentum counter-rotating with it. Why:
+velocities and turns each attitude by the free rigid-body flow, the body momentum
+counter-rotating with it: exactly for axially symmetric bodies (the quadrotors: a turn about
+the momentum vector, then one about body z), otherwise a turn about the momentum vector and a
+symmetric splitting of the remainder into exact rotations about body y (h/2), z (h), y (h/2)
+(in the manner of Dullweber, Leimkuhler and McLachlan 1997). Why:
 
 - cables are the stiff part (axial mode about 140 rad/s with the default 5000 N/m); the scheme
   is symplectic and time-reversible and second order, so with damping off the energy error stays
@@ -132,8 +134,10 @@ from cableload_sim.layout import (
 )
 
 FAST_CACHE = True
-# Fast-math without the no-NaN/no-Inf assumptions: non-finite values must stay detectable.
-FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+# Fast-math without the no-NaN/no-Inf assumptions (non-finite values must stay detectable) and
+# without contraction into FMA or reassociation, whose choices depend on inlining context and
+# would make results depend on what else a process compiled first.
+FASTMATH = {"nsz", "arcp", "afn"}
 
 # ---------------------------------------------------------------------------------------------
 # Small helpers on scalars and fixed slots
@@ -403,9 +407,14 @@ def _turn_about_momentum(x, o, mom, b, scale):
     ax = 0.5 * scale * mom[b, 0]
     ay = 0.5 * scale * mom[b, 1]
     az = 0.5 * scale * mom[b, 2]
-    angle = math.sqrt(ax * ax + ay * ay + az * az)
-    c2, s2 = _half_angle(angle)
-    k = s2 / angle if angle > 1e-300 else 1.0
+    a2 = ax * ax + ay * ay + az * az
+    if a2 > 0.0025:
+        angle = math.sqrt(a2)
+        c2 = math.cos(angle)
+        k = math.sin(angle) / angle
+    else:  # Taylor series of cos(a) and sin(a) / a in a^2: no square root needed
+        c2 = 1.0 - a2 * (0.5 - a2 * (1.0 / 24.0 - a2 / 720.0))
+        k = 1.0 - a2 * (1.0 / 6.0 - a2 * (1.0 / 120.0 - a2 / 5040.0))
     dx = k * ax
     dy = k * ay
     dz = k * az
@@ -422,14 +431,16 @@ def _turn_about_momentum(x, o, mom, b, scale):
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
 def _drift(x, n, h, mom, body):
     """Free flight for h: positions move with their velocities and each attitude follows the
-    free rigid-body flow of its kinetic energy, exactly where that is cheap, by a symmetric
-    splitting otherwise, so the scheme stays symplectic and time-reversible:
+    free rigid-body flow of its kinetic energy T = sum_k m_k^2 / (2 J_k), split into an
+    isotropic part |m|^2 / (2 Jx), exactly a turn about the momentum vector, and the rest,
+    m_y^2 (1/Jy - 1/Jx) / 2 + m_z^2 (1/Jz - 1/Jx) / 2, exactly turns about body axes. |m|^2 is
+    a Casimir, so the isotropic flow commutes with the others:
 
-    - axially symmetric bodies (Jx = Jy: quadrotors) split the energy into an isotropic part
-      |m|^2 / (2 Jx), a turn about the momentum vector, and m_z^2 (1/Jz - 1/Jx) / 2, a turn about
-      body z; the two commute, so the flow is exact;
-    - other bodies (the load) turn about x, y for h/2, z for h, then y, x for h/2 (Dullweber,
-      Leimkuhler and McLachlan 1997).
+    - axially symmetric bodies (Jx = Jy: quadrotors): isotropic turn, then a turn about z, is
+      the exact free flow;
+    - other bodies (the load): isotropic turn, then y for h/2, z for h, y for h/2 (a symmetric
+      splitting in the manner of Dullweber, Leimkuhler and McLachlan 1997), second order.
+    Both keep the scheme symplectic and time-reversible.
     """
     for b in range(n + 1):
         o = _body_offset(b)
@@ -438,20 +449,20 @@ def _drift(x, n, h, mom, body):
         ix = body[b, BODY_INV_INERTIA]
         iy = body[b, BODY_INV_INERTIA + 1]
         iz = body[b, BODY_INV_INERTIA + 2]
+        _turn_about_momentum(x, o, mom, b, h * ix)
         if ix == iy:
-            _turn_about_momentum(x, o, mom, b, h * ix)
             _turn_about_body_axis(x, o, mom, b, 2, h * mom[b, 2] * (iz - ix))
         else:
-            _turn_about_body_axis(x, o, mom, b, 0, 0.5 * h * mom[b, 0] * ix)
-            _turn_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] * iy)
-            _turn_about_body_axis(x, o, mom, b, 2, h * mom[b, 2] * iz)
-            _turn_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] * iy)
-            _turn_about_body_axis(x, o, mom, b, 0, 0.5 * h * mom[b, 0] * ix)
+            _turn_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] * (iy - ix))
+            _turn_about_body_axis(x, o, mom, b, 2, h * mom[b, 2] * (iz - ix))
+            _turn_about_body_axis(x, o, mom, b, 1, 0.5 * h * mom[b, 1] * (iy - ix))
+        # renormalize: the turns keep |q| = 1 up to rounding, so one Newton step on
+        # 1/sqrt(|q|^2) near 1 is exact to machine precision
         qw = x[o + 3]
         qx = x[o + 4]
         qy = x[o + 5]
         qz = x[o + 6]
-        inv = 1.0 / math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+        inv = 1.5 - 0.5 * (qw * qw + qx * qx + qy * qy + qz * qz)
         for r in range(4):
             x[o + 3 + r] *= inv
 
@@ -494,7 +505,7 @@ def _validate_plan(plan):
     return True
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
 def _hermite(p0, m0, p1, m1, dt, s):
     """Cubic Hermite value between (p0, slope m0) and (p1, slope m1) at s in [0, 1] of dt."""
     s2 = s * s
@@ -503,7 +514,7 @@ def _hermite(p0, m0, p1, m1, dt, s):
         + (s3 - s2) * dt * m1
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
 def sample_plan(plan, t, hint, out, w):
     """Sample a valid plan at time t into out[w:w+15]: p, v, a, jerk, body rates.
 
@@ -536,7 +547,7 @@ def sample_plan(plan, t, hint, out, w):
     return j
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
 def _rotor_wrench(x, o, cmodel, qm, R, b, out, w):
     """Thrust vector (world, out[w:w+3]) and rotor torque (body, out[w+3:w+6]) from rotor speeds."""
     kf = cmodel[qm + QM_KF]
@@ -553,7 +564,7 @@ def _rotor_wrench(x, o, cmodel, qm, R, b, out, w):
     out[w + 2] = R[b, 8] * thrust
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
 def _hold_heading(R, b, cs):
     """Keep the current heading (horizontal direction of the body x axis) as the yaw target."""
     hx = R[b, 0]
@@ -567,7 +578,7 @@ def _hold_heading(R, b, cs):
     cs[CS_HEADING + 1] = hy / norm
 
 
-@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
 def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R, scratch):
     """One update of quadrotor i's onboard controller at time t.
 
@@ -578,7 +589,7 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     o = LOAD_SIZE + QUAD_SIZE * i
     qm = M_HEADER + QM_SIZE * i
     b = i + 1
-    dt = gains[G_DT]
+    inv_dt = 1.0 / gains[G_DT]
     alpha = gains[G_FILTER_ALPHA]
     g = cmodel[M_GRAVITY]
     mass = cmodel[qm + QM_MASS]
@@ -598,8 +609,8 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
         cs[CS_INITIALIZED] = 1.0
     else:
         for r in range(3):
-            acc = (x[o + QUAD_VEL + r] - cs[CS_PREV_VEL + r]) / dt
-            ang = (x[o + QUAD_RATE + r] - cs[CS_PREV_RATE + r]) / dt
+            acc = (x[o + QUAD_VEL + r] - cs[CS_PREV_VEL + r]) * inv_dt
+            ang = (x[o + QUAD_RATE + r] - cs[CS_PREV_RATE + r]) * inv_dt
             fmid = 0.5 * (scratch[rw + r] + cs[CS_PREV_FORCE + r])
             tmid = 0.5 * (scratch[rw + 3 + r] + cs[CS_PREV_TORQUE + r])
             cs[CS_ACC_FILT + r] += alpha * (acc - cs[CS_ACC_FILT + r])
@@ -672,10 +683,10 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     if fh > fh_max:
         fx *= fh_max / fh
         fy *= fh_max / fh
-    fn = math.sqrt(fx * fx + fy * fy + fz * fz)
-    zx = fx / fn
-    zy = fy / fn
-    zz = fz / fn
+    inv_fn = 1.0 / math.sqrt(fx * fx + fy * fy + fz * fz)
+    zx = fx * inv_fn
+    zy = fy * inv_fn
+    zz = fz * inv_fn
     thrust = fx * R[b, 2] + fy * R[b, 5] + fz * R[b, 8]
 
     # desired attitude: thrust axis z, heading the held yaw
@@ -684,10 +695,10 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     yx = zy * 0.0 - zz * cyw
     yy = zz * cxw - zx * 0.0
     yz = zx * cyw - zy * cxw
-    yn = math.sqrt(yx * yx + yy * yy + yz * yz)
-    yx /= yn
-    yy /= yn
-    yz /= yn
+    inv_yn = 1.0 / math.sqrt(yx * yx + yy * yy + yz * yz)
+    yx *= inv_yn
+    yy *= inv_yn
+    yz *= inv_yn
     xx = yy * zz - yz * zy
     xy = yz * zx - yx * zz
     xz = yx * zy - yy * zx
@@ -695,10 +706,11 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     tr = xx + yy + zz
     if tr > 0.0:
         s = 2.0 * math.sqrt(1.0 + tr)
+        inv_s = 1.0 / s
         dw = 0.25 * s
-        dxq = (yz - zy) / s
-        dyq = (zx - xz) / s
-        dzq = (xy - yx) / s
+        dxq = (yz - zy) * inv_s
+        dyq = (zx - xz) * inv_s
+        dzq = (xy - yx) * inv_s
     elif xx > yy and xx > zz:
         s = 2.0 * math.sqrt(1.0 + xx - yy - zz)
         dw = (yz - zy) / s
@@ -735,9 +747,10 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     c = math.sqrt(ew * ew + ewz * ewz)
     wc = SC_RATE_CMD
     if c > 1e-9:
-        scratch[wc] = gains[G_ATT_GAIN] * (ew * ewx - ewy * ewz) / c
-        scratch[wc + 1] = gains[G_ATT_GAIN] * (ew * ewy + ewx * ewz) / c
-        scratch[wc + 2] = gains[G_YAW_GAIN] * ewz / c
+        inv_c = 1.0 / c
+        scratch[wc] = gains[G_ATT_GAIN] * (ew * ewx - ewy * ewz) * inv_c
+        scratch[wc + 1] = gains[G_ATT_GAIN] * (ew * ewy + ewx * ewz) * inv_c
+        scratch[wc + 2] = gains[G_YAW_GAIN] * ewz * inv_c
     else:  # upside down relative to the target: rotate about x
         scratch[wc] = gains[G_ATT_GAIN]
         scratch[wc + 1] = 0.0
@@ -768,9 +781,10 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
             scratch[SC_ROTOR + k] = f
         if not saturated:
             break
+    inv_kf = 1.0 / kf
     for k in range(4):
         f = min(max(scratch[SC_ROTOR + k], f_min), f_max)
-        cs[CS_ROTOR_CMD + k] = math.sqrt(f / kf)
+        cs[CS_ROTOR_CMD + k] = math.sqrt(f * inv_kf)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -817,15 +831,18 @@ def _sampled_statistics(x, n, model, stats):
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
 def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step0, h, n_steps,
-            decimation, wrench, stats, log_every, log_x, log_tension):
+            decimation, wrench, stats, fcache, fvalid, log_every, log_x, log_tension):
     """Advance one system by ``n_steps`` physics steps of ``h`` seconds.
 
     ``step0`` is the global index of the first step (time ``step0 * h``); the controllers run
     on every step whose global index is a multiple of ``decimation``. ``wrench`` (m, 6) gives
-    the load's external world force and torque for each step (the last row repeats when
-    m < n_steps). When ``log_every`` > 0, the state and tensions after every global step
-    index that is a multiple of it go to ``log_x`` and ``log_tension``; returns the number
-    of rows written.
+    the load's external world force and torque held during each step (the last row repeats
+    when m < n_steps). ``fcache`` (n+1, 9) carries the forces, torques and body angular momenta
+    at the end of the last step into the next call (valid when ``fvalid[0]`` is 1), so
+    splitting a run into calls changes no bit of it; without it they are evaluated at x with
+    ``wrench[0]``. When
+    ``log_every`` > 0, the state and tensions after every global step index that is a multiple
+    of it go to ``log_x`` and ``log_tension``; returns the number of rows written.
     """
     R = np.empty((n + 1, 9))
     force = np.empty((n + 1, 3))
@@ -840,8 +857,16 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
     for i in range(n):
         decay[i] = math.exp(-h / model[M_HEADER + QM_SIZE * i + QM_MOTOR_TAU])
     body = body_constants(model, n)
-    compute_forces(x, model, n, wrench[0], R, force, torque, tension)
-    _momenta_from_rates(x, n, mom, body)
+    if fvalid[0] == 1:
+        for b in range(n + 1):
+            quat_to_rot(x, _body_offset(b) + 3, R, b)
+            for r in range(3):
+                force[b, r] = fcache[b, r]
+                torque[b, r] = fcache[b, 3 + r]
+                mom[b, r] = fcache[b, 6 + r]
+    else:
+        compute_forces(x, model, n, wrench[0], R, force, torque, tension)
+        _momenta_from_rates(x, n, mom, body)
     for k in range(n_steps):
         step = step0 + k
         if step % decimation == 0:
@@ -854,7 +879,7 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
         _drift(x, n, h, mom, body)
         _rates_from_momenta(x, n, mom, body)
         _motors(x, ctrl, n, decay)
-        compute_forces(x, model, n, wrench[min(k + 1, m_last)], R, force, torque, tension)
+        compute_forces(x, model, n, wrench[min(k, m_last)], R, force, torque, tension)
         _kick(x, n, force, torque, half, mom, body)
         _slack_statistics(n, h, tension, stats)
         if log_every > 0 and (step + 1) % log_every == 0 and rows < log_x.shape[0]:
@@ -863,19 +888,25 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
             for i in range(n):
                 log_tension[rows, i] = tension[i]
             rows += 1
+    for b in range(n + 1):
+        for r in range(3):
+            fcache[b, r] = force[b, r]
+            fcache[b, 3 + r] = torque[b, r]
+            fcache[b, 6 + r] = mom[b, r]
+    fvalid[0] = 1
     return rows
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", parallel=True)
 def advance_batch(X, CTRL, PLANS, STATUS, COUNTERS, MODELS, cmodel, gains, n, step0, h, n_steps,
-                  decimation, WRENCH, STATS):
+                  decimation, WRENCH, STATS, FCACHE, FVALID):
     """``advance`` for B independent systems in parallel (no logging); leading axis B."""
     log_x = np.empty((0, X.shape[1]))
     log_tension = np.empty((0, n))
     for bsys in prange(X.shape[0]):
         advance(X[bsys], CTRL[bsys], PLANS[bsys], STATUS[bsys], COUNTERS[bsys], MODELS[bsys],
-                cmodel, gains, n, step0, h, n_steps, decimation, WRENCH[bsys], STATS[bsys], 0,
-                log_x, log_tension)
+                cmodel, gains, n, step0, h, n_steps, decimation, WRENCH[bsys], STATS[bsys],
+                FCACHE[bsys], FVALID[bsys], 0, log_x, log_tension)
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")

@@ -222,3 +222,9 @@ def new_stats(n_uavs: int) -> np.ndarray:
     stats = np.zeros(stats_size(n_uavs))
     stats[ST_MIN_UAV_DIST_SQ] = np.inf
     return stats
+
+
+def empty_force_cache(n_uavs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Forces, torques and angular momenta carried between ``advance`` calls (n+1, 9), and
+    their validity flag."""
+    return np.zeros((n_uavs + 1, 9)), np.zeros(1, dtype=np.int64)

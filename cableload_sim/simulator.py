@@ -96,6 +96,7 @@ class Simulator:
         self.plans, self.plan_status = layout.empty_plans(self.n)
         self.counters = np.zeros((self.n, layout.K_SIZE))
         self.stats = layout.new_stats(self.n)
+        self.fcache, self.fvalid = layout.empty_force_cache(self.n)
 
     def send_plan(self, i: int, plan: UavTrajectory) -> None:
         """Deliver a plan to quadrotor ``i``'s controller; it checks it at its next update."""
@@ -112,7 +113,7 @@ class Simulator:
 
     def advance(self, n_steps: int, wrench: np.ndarray | None = None, log: bool = True) -> StepLog:
         """Step the physics ``n_steps`` times; ``wrench`` (n_steps or 1, 6): load force and
-        torque, world frame."""
+        torque held during each step, world frame."""
         wrench = self._zero_wrench if wrench is None else np.asarray(wrench, dtype=float)
         if wrench.ndim != 2 or wrench.shape[1] != 6 or wrench.shape[0] < 1:
             raise ValueError(f"wrench: expected shape (steps, 6), got {wrench.shape}")
@@ -122,7 +123,8 @@ class Simulator:
         written = kernels.advance(
             self.x, self.ctrl, self.plans, self.plan_status, self.counters, self.model,
             self.cmodel, self.gains, self.n, self.step, self.h, n_steps, self.decimation, wrench,
-            self.stats, self.log_every if log else 0, log_x, log_tension,
+            self.stats, self.fcache, self.fvalid, self.log_every if log else 0, log_x,
+            log_tension,
         )
         first = (self.step // self.log_every + 1) * self.log_every
         t = (first + self.log_every * np.arange(written)) * self.h

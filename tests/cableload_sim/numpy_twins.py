@@ -6,11 +6,10 @@ handled together with array operations, rotations come from ``cableload_sim.rota
 
 Every function here is pure: its inputs are never modified and new arrays are returned.
 
-Two places follow the kernels rather than an ideal reading of the specification, on purpose:
-the drift of axially symmetric bodies is the exact two-turn flow described in
-``kernels._drift`` (the module docstring still describes the five-turn splitting for every
-body), and ``advance`` evaluates the first step's forces at the given state with its stored
-velocities, as ``kernels.advance`` does (see test_advance_in_chunks_with_damping).
+The drift of axially symmetric bodies is the exact two-turn flow described in
+``kernels._drift``; other bodies use the five-turn splitting. Without a force cache, ``advance``
+evaluates the first step's forces at the given state with its stored velocities, as
+``kernels.advance`` does.
 
 Conventions (the project's): ``R`` maps body-frame vectors to the world, ``q = (w, x, y, z)``,
 angular velocities and angular momenta are body frame, forces world frame, torques body frame.
@@ -284,37 +283,36 @@ def _turn_about_axis(q: np.ndarray, mom: np.ndarray, axis: int, theta: np.ndarra
     return q, mom
 
 
-# Splitting of the free flow of a body without axial symmetry: (axis, fraction of the step), in
-# order (Dullweber, Leimkuhler and McLachlan 1997).
-DRIFT_SPLITTING = ((0, 0.5), (1, 0.5), (2, 1.0), (1, 0.5), (0, 0.5))
+# Splitting of the remainder m_y^2 (1/J_y - 1/J_x)/2 + m_z^2 (1/J_z - 1/J_x)/2 of the kinetic
+# energy of a body without axial symmetry: (axis, fraction of the step), in order.
+DRIFT_SPLITTING = ((1, 0.5), (2, 1.0), (1, 0.5))
 
 
 def _drift(b: Bodies, mom: np.ndarray, M: Model, h: float):
     """Free flight for h: positions move with their velocities; attitudes follow the free
-    rigid-body flow of T = sum m_k^2 / (2 J_k) (body momenta counter-rotating with each turn):
+    rigid-body flow of T = sum m_k^2 / (2 J_k) (body momenta counter-rotating with each turn).
+    T splits into |m|^2 / (2 J_x), a turn by h m / J_x about the momentum itself (m unchanged),
+    which commutes with the rest, and the remainder:
 
-    - axially symmetric bodies (J_x = J_y, the quadrotors), exactly: T splits into the
-      commuting |m|^2 / (2 J_x), a turn by h m / J_x about the momentum itself, and
-      m_z^2 (1/J_z - 1/J_x) / 2, a turn about body z by h m_z (1/J_z - 1/J_x);
-    - other bodies (the load): turns by fraction * h * m_k / J_k about each principal axis k
-      in the order of ``DRIFT_SPLITTING``.
+    - axially symmetric bodies (J_x = J_y, the quadrotors), exactly: a turn about body z by
+      h m_z (1/J_z - 1/J_x);
+    - other bodies (the load): turns by fraction * h * m_k (1/J_k - 1/J_x) about body y, z, y in
+      the order of ``DRIFT_SPLITTING``.
 
     Rates are not updated here.
     """
     J = principal_inertia(M)
     q, mom = b.quat.copy(), mom.copy()
+    q = quat_multiply(q, quat_exp(h * mom / J[:, :1]))
     sym = J[:, 0] == J[:, 1]
     if sym.any():
-        q_s, m_s, J_s = q[sym], mom[sym], J[sym]
-        # about the momentum itself: q turns, m (along the turn's axis) is unchanged
-        q_s = quat_multiply(q_s, quat_exp(h * m_s / J_s[:, :1]))
-        spin = h * m_s[:, 2] * (1.0 / J_s[:, 2] - 1.0 / J_s[:, 0])
-        q[sym], mom[sym] = _turn_about_axis(q_s, m_s, 2, spin)
+        spin = h * mom[sym, 2] * (1.0 / J[sym, 2] - 1.0 / J[sym, 0])
+        q[sym], mom[sym] = _turn_about_axis(q[sym], mom[sym], 2, spin)
     other = ~sym
     if other.any():
         q_o, m_o, J_o = q[other], mom[other], J[other]
         for axis, fraction in DRIFT_SPLITTING:
-            theta = fraction * h * m_o[:, axis] / J_o[:, axis]
+            theta = fraction * h * m_o[:, axis] * (1.0 / J_o[:, axis] - 1.0 / J_o[:, 0])
             q_o, m_o = _turn_about_axis(q_o, m_o, axis, theta)
         q[other], mom[other] = q_o, m_o
     q = q / np.linalg.norm(q, axis=1, keepdims=True)  # no sign flip: the kernel keeps the sign
@@ -640,15 +638,16 @@ class AdvanceResult(NamedTuple):
 
 
 def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step0, h, n_steps,
-            decimation, wrench, stats, log_every, log_x, log_tension) -> AdvanceResult:
+            decimation, wrench, stats, log_every, log_x, log_tension,
+            fcache=None) -> AdvanceResult:
     """Twin of ``kernels.advance``; returns new arrays instead of writing in place.
 
     Per step k (global index step0 + k, time (step0 + k) h): the controllers first when the
     index is a multiple of ``decimation`` (with the state and rotations the previous step
-    ended with), then kick, drift, rates, motors, forces at the new state (wrench row k + 1,
-    the last row repeating), kick, slack statistics, logging. The forces of the first kick
-    are those of the previous step's end (FSAL); for the very first step, those at x with
-    ``wrench[0]``.
+    ended with), then kick, drift, rates, motors, forces at the new state (wrench row k, the
+    last row repeating), kick, slack statistics, logging. The forces of the first kick are
+    those of the previous step's end (FSAL), from ``fcache`` (n+1, 6) when given; otherwise
+    those at x with ``wrench[0]``.
     """
     M = unpack_model(model, n)
     ctrl = np.array(ctrl, dtype=float)
@@ -661,6 +660,9 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
     rows = 0
     infos = []
     integ = _Integrator(unpack_state(x, n), M, wrench[0])
+    if fcache is not None:
+        integ.forces = integ.forces._replace(force=np.array(fcache[:, :3], dtype=float),
+                                             torque=np.array(fcache[:, 3:], dtype=float))
     for k in range(n_steps):
         step = step0 + k
         if step % decimation == 0:
@@ -674,7 +676,7 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
             infos.append(update_infos)
             stats = _sampled_statistics(stats, integ.bodies, M)
         rotor_cmd = ctrl[:, L.CS_ROTOR_CMD : L.CS_ROTOR_CMD + 4]
-        fr = integ.step(rotor_cmd, h, wrench[min(k + 1, len(wrench) - 1)])
+        fr = integ.step(rotor_cmd, h, wrench[min(k, len(wrench) - 1)])
         stats = _slack_statistics(stats, fr.tension, h)
         if log_every > 0 and (step + 1) % log_every == 0 and rows < log_x.shape[0]:
             log_x[rows] = pack_state(integ.bodies)

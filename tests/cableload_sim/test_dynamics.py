@@ -31,8 +31,10 @@ def run_physics(system, x, steps, h=1e-3, rotor_cmd=None, log_every=1):
     log_t = np.empty((rows, n))
     gains = np.zeros(layout.G_SIZE)
     x = x.copy()
+    fcache, fvalid = layout.empty_force_cache(n)
     kernels.advance(x, ctrl, plans, status, counters, model, model, gains, n, 1, h, steps,
-                    NO_CONTROLLER, np.zeros((1, 6)), stats, log_every, log_x, log_t)
+                    NO_CONTROLLER, np.zeros((1, 6)), stats, fcache, fvalid, log_every, log_x,
+                    log_t)
     return log_x, log_t, stats
 
 
@@ -166,13 +168,11 @@ def test_momentum_and_energy_conserved_without_gravity_thrust_and_damping(rng, n
                           - x0[layout.quad_offset(0) : layout.quad_offset(0) + 2]) > 1.0
 
 
-def test_momentum_conserved_and_energy_error_first_order_through_slack_events(rng):
-    """Cables going slack and snapping taut dozens of times: momenta are still conserved to
-    rounding (central forces), while each kink of the unilateral force costs a local error of
-    first order, so the energy error halves when the step halves (measured here: about 0.1 % at
-    1 ms over 10 s of continual snapping, far harsher than flight, where gravity keeps cables
-    taut)."""
-    errors = []
+def test_momentum_and_energy_conserved_through_slack_events():
+    """Cables going slack and snapping taut dozens of times (the hover cone without gravity):
+    momenta are still conserved to rounding (central forces), and although each kink of the
+    unilateral force costs a local error, the energy stays within 0.1 % over 5 s at 1 ms and
+    0.5 ms (measured: a few 1e-5)."""
     for h in (1e-3, 5e-4):
         system, x0 = spinning_free_system(np.random.default_rng(7), n=3, spin_rate=2.5,
                                           vel_noise=0.05, rate_noise=0.2, planar=False)
@@ -183,9 +183,7 @@ def test_momentum_conserved_and_energy_error_first_order_through_slack_events(rn
         assert np.linalg.norm(ang1 - ang0) < 1e-9 * np.linalg.norm(ang0)
         assert np.linalg.norm(lin1 - lin0) < 1e-9
         assert np.mean(log_t <= 0.0) > 0.2  # really slack a good part of the time
-        errors.append(abs(e1 - e0) / e0)
-    assert errors[0] < 2e-3
-    assert errors[1] < 0.75 * errors[0]
+        assert abs(e1 - e0) / e0 < 1e-3
 
 
 def test_slack_cable_exerts_no_force(paper_config):

@@ -253,19 +253,21 @@ def test_compute_forces_mechanics():
 
 
 def kernel_advance(sim, x, ctrl, plans, status, counters, step0, n_steps, wrench, stats=None,
-                   log_every=0, log_rows=0, model=None):
-    """kernels.advance on copies; returns the new arrays (the kernel writes in place)."""
+                   log_every=0, log_rows=0, model=None, fcache=None):
+    """kernels.advance on copies; returns the new arrays (the kernel writes in place).
+    ``fcache``: the (forces, valid) pair a previous call returned, or None for a fresh start."""
     n = sim.n
     x, ctrl, plans, status, counters = (a.copy() for a in (x, ctrl, plans, status, counters))
     stats = layout.new_stats(n) if stats is None else stats.copy()
+    forces, valid = layout.empty_force_cache(n) if fcache is None else (a.copy() for a in fcache)
     log_x = np.full((log_rows, x.size), np.nan)
     log_tension = np.full((log_rows, n), np.nan)
     rows = kernels.advance(x, ctrl, plans, status, counters,
                            sim.model if model is None else model, sim.cmodel, sim.gains, n,
                            step0, sim.h, n_steps, sim.decimation, np.atleast_2d(wrench), stats,
-                           log_every, log_x, log_tension)
+                           forces, valid, log_every, log_x, log_tension)
     return dict(x=x, ctrl=ctrl, plan_status=status, counters=counters, stats=stats, rows=rows,
-                log_x=log_x, log_tension=log_tension)
+                log_x=log_x, log_tension=log_tension, fcache=(forces, valid))
 
 
 def twin_advance(sim, x, ctrl, plans, status, counters, step0, n_steps, wrench, stats=None,
@@ -292,8 +294,12 @@ def test_physics_step_matches_twin(n):
         cmd = slice(layout.CS_ROTOR_CMD, layout.CS_ROTOR_CMD + 4)
         ctrl[:, cmd] = rng.uniform(300.0, 2400.0, (n, 4))
         wrench = random_wrench(rng, rows=2)
+        # the step starts from cached forces (at x, wrench row 0) and ends with row 1
+        cache = kernel_forces(x, sim.model, n, wrench[0])
+        momenta = twin.angular_momenta(twin.unpack_state(x, n), twin.unpack_model(sim.model, n))
+        fcache = (np.hstack([cache[0], cache[1], momenta]), np.ones(1, dtype=np.int64))
         out = kernel_advance(sim, x, ctrl, sim.plans, sim.plan_status, sim.counters, 1, 1,
-                             wrench)
+                             wrench[1:], fcache=fcache)
         x_twin, tension = twin.physics_step(x, ctrl[:, cmd], sim.model, n, sim.h, wrench[0],
                                             wrench[1])
         assert_states_close(out["x"], x_twin, n, STEP_REL, f"n={n} trial {trial}")
@@ -315,7 +321,7 @@ def test_physics_step_is_the_twin_advance_step():
     wrench = random_wrench(rng, rows=2)
     res = twin_advance(sim, x, sim.ctrl, sim.plans, sim.plan_status, sim.counters, 1, 1, wrench)
     cmd = sim.ctrl[:, layout.CS_ROTOR_CMD : layout.CS_ROTOR_CMD + 4]
-    x_step, _ = twin.physics_step(x, cmd, sim.model, n, sim.h, wrench[0], wrench[1])
+    x_step, _ = twin.physics_step(x, cmd, sim.model, n, sim.h, wrench[0], wrench[0])
     np.testing.assert_array_equal(res.x, x_step)
 
 
@@ -674,7 +680,8 @@ def chunked_vs_single(damping: bool):
     a = kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps // 2, wrench,
                        model=model)
     b = kernel_advance(sim, a["x"], a["ctrl"], plans, a["plan_status"], a["counters"],
-                       steps // 2, steps // 2, wrench, a["stats"], model=model)
+                       steps // 2, steps // 2, wrench, a["stats"], model=model,
+                       fcache=a["fcache"])
     return n, one, b
 
 
@@ -686,16 +693,12 @@ def test_advance_in_chunks_without_damping():
     assert_ctrl_close(chunked["ctrl"], one["ctrl"], 1e-12, "chunked ctrl")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kernel bug: at the start of every advance call compute_forces evaluates the cable damping "
-    "with the full-step velocities stored in x, while inside a call the force carried into the "
-    "next step (FSAL) uses half-step velocities as the docstring specifies; so results depend "
-    "on how the caller chunks time: 2 x 100 steps vs 200 steps differ by ~6e-7 m/s in "
-    "velocities, ~1.5e-6 rad/s in body rates, ~7e-4 rad/s in rotor speeds"))
 def test_advance_in_chunks_with_damping():
-    """Splitting a run into two advance calls must not change it beyond rounding."""
+    """Splitting a run into two advance calls does not change it at all: the force cache carries
+    the end-of-step forces (damping at half-step velocities) into the next call."""
     n, one, chunked = chunked_vs_single(damping=True)
-    assert_states_close(chunked["x"], one["x"], n, 1e-12, "chunked x")
+    np.testing.assert_array_equal(chunked["x"], one["x"])
+    np.testing.assert_array_equal(chunked["ctrl"], one["ctrl"])
 
 
 # --- batch and determinism ---------------------------------------------------------------------
@@ -733,9 +736,11 @@ def _subprocess_main(mode: str, out: str) -> None:
         stack = lambda a: np.stack([a] * BATCH_B)  # noqa: E731
         batch = dict(x=stack(x), ctrl=stack(sim.ctrl), plan_status=stack(status),
                      counters=stack(sim.counters), stats=stack(layout.new_stats(n)))
+        forces, valid = layout.empty_force_cache(n)
         kernels.advance_batch(batch["x"], batch["ctrl"], stack(plans), batch["plan_status"],
                               batch["counters"], stack(sim.model), sim.cmodel, sim.gains, n, 0,
-                              sim.h, steps, sim.decimation, stack(wrench), batch["stats"])
+                              sim.h, steps, sim.decimation, stack(wrench), batch["stats"],
+                              stack(forces), stack(valid))
         for key, value in batch.items():
             result["batch_" + key] = value
     result["x0"] = x
@@ -771,12 +776,6 @@ def test_advance_batch_is_bit_identical_to_advance(clean_run):
     assert not np.array_equal(clean_run["single_x"], clean_run["x0"])  # it did move
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kernel bug: with 'contract' in kernels.FASTMATH, the FMA contraction LLVM applies inside "
-    "advance depends on whether controller_update was already compiled or loaded on its own "
-    "in the process, so one direct controller_update call before the first advance changes "
-    "advance's results (48 of 64 state entries after 200 steps, ~1e-14 relative); the same "
-    "kernels without 'contract' give identical bits either way"))
 def test_advance_does_not_depend_on_what_ran_before(clean_run, tmp_path):
     """The same inputs give the same bits whatever the process did before: here, one direct
     call of controller_update (as tests or tools may do) before the first advance."""
