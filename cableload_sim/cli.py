@@ -6,9 +6,13 @@ Heavy modules are imported inside each command, so ``cableload --help`` is insta
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import math
 import sys
+
+# BLAS threads only contend with the simulator on a small machine; linear algebra here is tiny.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 SIM_KEYS = (
     "rmse_position_m",
