@@ -20,7 +20,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 venv: $(VENV)/.installed
 
 demo: venv
-	$(VENV)/bin/cableload simulate --planner formation --trajectory eight-slow --duration 60
+	$(VENV)/bin/cableload simulate --planner formation,teacher --trajectory eight-slow --duration 60
 
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider tests

@@ -6,9 +6,9 @@ Heavy modules are imported inside each command, so ``cableload --help`` is insta
 from __future__ import annotations
 
 import argparse
-import os
 import json
 import math
+import os
 import sys
 
 # BLAS threads only contend with the simulator on a small machine; linear algebra here is tiny.
@@ -149,31 +149,88 @@ def run_simulation(args, planner_name: str) -> dict:
 
 
 def cmd_simulate(args) -> int:
-    metrics = run_simulation(args, args.planner)
+    """One planner, or several side by side (``--planner formation,teacher``)."""
+    names = [name.strip() for name in args.planner.split(",") if name.strip()]
+    results = [run_simulation(args, name) for name in names]
     if args.json:
-        print(json.dumps(metrics, default=float))
+        print(json.dumps(results[0] if len(results) == 1 else results, default=float))
     else:
-        keys = list(SIM_KEYS) + [k for k in metrics if k not in SIM_KEYS and k not in
-                                 ("planner", "trajectory", "message")]
-        print(f"{metrics['planner']} on {metrics['trajectory']} ({args.orientation})")
-        print_table([(metrics["planner"], metrics)], keys)
-        if "message" in metrics:
-            print(f"note: {metrics['message']}")
-    return 0 if metrics["status"] == "completed" else 1
+        keys = list(SIM_KEYS)
+        for metrics in results:
+            keys += [k for k in metrics if k not in keys and k not in
+                     ("planner", "trajectory", "message")]
+        print(f"{results[0]['trajectory']} ({args.orientation}), {args.duration:g} s")
+        print_table([(m["planner"], m) for m in results], keys)
+        for metrics in results:
+            if "message" in metrics:
+                print(f"note ({metrics['planner']}): {metrics['message']}")
+    return 0 if all(m["status"] == "completed" for m in results) else 1
+
+
+def _uav_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in str(text).split(",")]
+    except ValueError as err:
+        raise CliError(f"--uavs: expected numbers like 3,4,5,6, got {text!r}") from err
+    if any(v < 2 for v in values):
+        raise CliError(f"--uavs: expected numbers of quadrotors >= 2, got {text!r}")
+    return values
+
+
+def bench_teacher(uavs: list[int], duration: float, trajectory: str, config_path=None) -> dict:
+    """Per number of quadrotors: time of a full teacher plan (solve and post-processing), in
+    closed loop on the embedded simulator, warm-started as in flight."""
+    import time
+
+    import numpy as np
+
+    from backends import make_backend
+    from backends.runner import run_episode
+    from cableload_sim.params import load_config
+    from cableload_sim.trajectories import make_reference
+    from planners.teacher import TeacherPlanner
+
+    out = {}
+    for n in uavs:
+        config = load_config(config_path, uavs=n)
+        t0 = time.perf_counter()
+        planner = TeacherPlanner.from_config(config)
+        build = time.perf_counter() - t0
+        result = run_episode(make_backend("embedded", config), planner,
+                             make_reference(trajectory), duration)
+        times = np.array(planner.solve_times[1:]) * 1e3  # the cold first plan apart
+        out[str(n)] = {
+            "solve_ms_median": float(np.median(times)),
+            "solve_ms_p99": float(np.percentile(times, 99)),
+            "first_plan_ms": planner.solve_times[0] * 1e3,
+            "solver_failures": planner.failures,
+            "plans": len(planner.solve_times),
+            "build_s": build,
+            "status": result.status.value,
+            "rmse_position_m": result.metrics["rmse_position_m"],
+        }
+    return out
 
 
 def cmd_bench(args) -> int:
     if args.what == "sim":
         from cableload_sim.bench import bench_sim
 
+        uavs = _uav_list(args.uavs)[0] if args.uavs is not None else None
         figures = bench_sim(
-            steps=args.steps, batch=args.batch, physics_dt=args.physics_dt, uavs=args.uavs,
+            steps=args.steps, batch=args.batch, physics_dt=args.physics_dt, uavs=uavs,
             config_path=args.config,
         )
+    elif args.what == "teacher":
+        uavs = _uav_list(args.uavs if args.uavs is not None else "3,4,5,6")
+        figures = bench_teacher(uavs, args.duration, args.trajectory, args.config)
     else:
-        raise CliError(f"unknown benchmark {args.what!r}; expected: sim")
+        raise CliError(f"unknown benchmark {args.what!r}; expected: sim, teacher")
     if args.json:
         print(json.dumps(figures))
+    elif args.what == "teacher":
+        keys = list(next(iter(figures.values())))
+        print_table([(f"n={n}", row) for n, row in figures.items()], keys)
     else:
         for key, value in figures.items():
             print(f"{key:28s} {_format_value(value)}")
@@ -224,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("simulate", help="fly one planner on the embedded simulator")
     p.add_argument("--planner", default="formation",
-                   help="formation, formation-tilt (more with later extras)")
+                   help="formation, formation-tilt or teacher; several, comma-separated, side "
+                        "by side")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of simulated flight")
     p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE",
                    help="random wrench on the load: largest force (N) and torque (N m)")
@@ -233,11 +291,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("bench", help="measure speed")
-    p.add_argument("what", choices=["sim"], help="sim: physics + onboard controllers")
-    p.add_argument("--steps", type=int, default=200_000, help="physics steps per measurement")
-    p.add_argument("--batch", type=int, default=64, help="systems stepped in parallel")
-    p.add_argument("--physics-dt", type=float, default=None, help="physics step (s)")
-    _add_common(p)
+    p.add_argument("what", choices=["sim", "teacher"],
+                   help="sim: physics + onboard controllers; teacher: time per NMPC plan")
+    p.add_argument("--steps", type=int, default=200_000, help="sim: physics steps")
+    p.add_argument("--batch", type=int, default=64, help="sim: systems stepped in parallel")
+    p.add_argument("--physics-dt", type=float, default=None, help="sim: physics step (s)")
+    p.add_argument("--duration", type=float, default=20.0, help="teacher: closed-loop seconds")
+    p.add_argument("--trajectory", default="eight-medium", help="teacher: load reference")
+    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--uavs", default=None, help="number(s) of quadrotors, e.g. 3,4,5,6")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
     return parser
 

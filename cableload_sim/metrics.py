@@ -77,3 +77,14 @@ def episode_metrics(samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray,
         else float("nan"),
         "sim_time_s": float(samples.t[-1]) if len(samples) else 0.0,
     }
+
+
+def plan_derivative_mae(t: np.ndarray, p: np.ndarray, v: np.ndarray) -> float:
+    """Mean absolute difference between the numerical derivative of a planned position and
+    the planned velocity (m/s), the paper's Table 3 metric. ``t`` (k,) node times, ``p``, ``v``
+    (k, 3); central differences at the interior nodes of the (non-uniform) grid."""
+    t = np.asarray(t, dtype=float)
+    if t.size < 3:
+        raise ValueError(f"plan_derivative_mae: need at least 3 nodes, got {t.size}")
+    numerical = (p[2:] - p[:-2]) / (t[2:] - t[:-2])[:, None]
+    return float(np.mean(np.abs(numerical - v[1:-1])))

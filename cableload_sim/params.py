@@ -408,7 +408,12 @@ class TeacherParams:
     weight_tension_accel: float = 0.0005
     """Input: second derivative of each tension (s^3/N^2)."""
     weight_cable_rate: float = 0.05
-    """Regularization of the cable angular accelerations dr and ddr (s^3/rad^2)."""
+    """Regularization of the cable angular velocity r and its derivatives dr, ddr."""
+    weight_tension: float = 0.05
+    """Regularization of each tension toward its hover value (1/N^2 s): a weak pull that keeps
+    the cable states, which no measurement corrects, from drifting over the horizon."""
+    weight_tension_rate: float = 0.01
+    """Regularization of each tension rate (s/N^2)."""
     terminal_scale: float = 5.0
     """Terminal node weight over the stage weights (-)."""
     tension_min: float = 0.5
@@ -425,6 +430,8 @@ class TeacherParams:
     """Bound on each component of the input d3r (rad/s^4)."""
     max_tension_accel: float = 2000.0
     """Bound on the input d2t (N/s^2)."""
+    constraint_weight: float = 1.0e3
+    """Penalty weight on constraint violations (per squared N, m or normalized input)."""
     max_iter: int = 20
     """Gauss-Newton SQP iteration limit of the first plan (cold start)."""
     rti_iterations: int = 1

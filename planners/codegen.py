@@ -18,7 +18,7 @@ from pathlib import Path
 import casadi as ca
 
 COMPILER = os.environ.get("CC", "gcc")
-FLAGS = ("-O2", "-fPIC", "-shared")
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared")
 
 
 def cache_dir() -> Path:

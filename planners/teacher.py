@@ -23,8 +23,9 @@ import numpy as np
 from cableload_sim.horizon import N_NODES, node_offsets
 from cableload_sim.params import Config, SystemParams, TeacherParams
 from cableload_sim.rotations import quat_to_matrix
+from cableload_sim.statics import hover_geometry
 from cableload_sim.world import UavTrajectory, WorldState
-from planners.base import hover_plan
+from planners.base import PlanBounds, hover_plan
 from planners.codegen import compile_functions
 from planners.teacher_model import (
     C_DIR,
@@ -56,17 +57,76 @@ def _quat_error(q, q_ref):
     )
 
 
-class TeacherOCP:
-    """The optimal control problem of one plan, solved by Gauss-Newton SQP with HPIPM.
+def state_residuals(model: LoadCableModel, params: TeacherParams, hover_tension, x, ref):
+    """Weighted residuals of one node's state: load tracking, cable regularization, and the
+    constraints as penalties on their violation (zero while satisfied)."""
+    P = params
+    n = model.n
+    e_q = _quat_error(x[X_QUAT : X_QUAT + 4], ref[3:7])
+    parts = [
+        np.sqrt(P.weight_position) * (x[X_POS : X_POS + 3] - ref[0:3]),
+        np.sqrt(4.0 * P.weight_attitude) * e_q,
+        np.sqrt(P.weight_velocity) * (x[X_VEL : X_VEL + 3] - ref[7:10]),
+        np.sqrt(P.weight_rate) * (x[X_RATE:X_LOAD] - ref[10:13]),
+    ]
+    for i in range(n):
+        o = cable_offset(i)
+        parts.append(np.sqrt(P.weight_cable_rate) * x[o + C_RATE : o + C_RATE + 9])
+        parts.append(np.sqrt(P.weight_tension) * (x[o + C_TENSION] - hover_tension[i]))
+        parts.append(np.sqrt(P.weight_tension_rate) * x[o + C_DTENSION])
+    parts.append(constraint_violations(model, params, x) * np.sqrt(P.constraint_weight))
+    return ca.vertcat(*parts)
 
-    Variables, stage-wise as HPIPM wants them: ``[x_0, u_0, x_1, u_1, ..., x_N]``. Cost: sum over
-    nodes of the interval-weighted squared residuals (load position, attitude, velocity, angular
-    rate against the reference; cable angular accelerations; inputs), so the Gauss-Newton
-    Hessian ``J^T J`` is exact for the cost and positive semi-definite. Each SQP iteration
-    linearizes the RK4 dynamics and the path constraints (compiled C, evaluated for all nodes in
-    one call), solves the structured QP with HPIPM's Riccati-based interior point method, and
-    takes the full step. Warm-started from the previous plan, one or two iterations suffice
-    (real-time iteration); the first plan iterates until the step is small.
+
+def constraint_violations(model: LoadCableModel, params: TeacherParams, x):
+    """Per quadrotor: tension below its minimum and above its maximum (N), thrust above its
+    maximum and below its minimum (N); per pair: distance short of the minimum (m). All zero
+    when the constraints hold."""
+    P = params
+    p, thrust = model.positions_thrusts(x)
+    thrust_max = min(q.rotor.max_thrust() for q in model.system.quadrotors) * P.thrust_margin
+    parts = []
+    for i in range(model.n):
+        t = x[cable_offset(i) + C_TENSION]
+        magnitude = ca.sqrt(ca.sumsqr(thrust[i, :]))
+        parts += [ca.fmax(0.0, P.tension_min - t), ca.fmax(0.0, t - P.tension_max),
+                  ca.fmax(0.0, magnitude - thrust_max), ca.fmax(0.0, P.thrust_min - magnitude)]
+    for i in range(model.n):
+        for j in range(i):
+            distance = ca.sqrt(ca.sumsqr(p[i, :] - p[j, :]))
+            parts.append(ca.fmax(0.0, P.min_distance - distance))
+    return ca.vertcat(*parts)
+
+
+def input_residuals(params: TeacherParams, n: int, u):
+    """Weighted input residuals: regularization and the input bounds as penalties."""
+    P = params
+    penalty = np.sqrt(P.constraint_weight)
+    parts = []
+    for i in range(n):
+        d3r = u[4 * i : 4 * i + 3]
+        d2t = u[4 * i + 3]
+        parts += [np.sqrt(P.weight_cable_jerk) * d3r, np.sqrt(P.weight_tension_accel) * d2t,
+                  penalty * ca.fmax(0.0, ca.fabs(d3r) - P.max_cable_jerk) / P.max_cable_jerk,
+                  penalty * ca.fmax(0.0, ca.fabs(d2t) - P.max_tension_accel)
+                  / P.max_tension_accel]
+    return ca.vertcat(*parts)
+
+
+class TeacherOCP:
+    """The optimal control problem of one plan, solved by Gauss-Newton SQP with a Riccati
+    recursion, compiled to C in one piece.
+
+    Cost: over the horizon, interval-weighted squared residuals: load position, attitude,
+    velocity and angular rate against the reference; cable angular accelerations; inputs; and
+    the constraints as exact-penalty-like quadratic terms on their violation (tension bounds,
+    thrust bounds, distance between quadrotors, input bounds), with weights large enough that
+    violations stay at the centimetre and tenth-of-a-newton level. With only the dynamics as
+    equality constraints, the Gauss-Newton QP of each SQP iteration is solved exactly by one
+    backward Riccati sweep and one forward rollout (the constant x_0 removes its block), using
+    the sparsity of the linearized dynamics; everything, linearization included, is generated
+    as C and compiled once (cached). Warm-started from the previous plan, one iteration per
+    plan suffices (real-time iteration); the first plan iterates until the step is small.
     """
 
     def __init__(self, system: SystemParams, params: TeacherParams):
@@ -78,183 +138,131 @@ class TeacherOCP:
         self.nu = self.model.nu
         self.N = N_NODES - 1
         self.dts = np.diff(node_offsets())
-        self._compile()
-        self._bounds()
-        self._structure()
+        self.hover_tension = hover_geometry(system).tensions
+        self.x_scale, self.u_scale = self._step_scales()
+        self._build()
 
-    # -- compiled pieces ----------------------------------------------------------------------
-
-    def _residual_weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """Square roots of the state and input residual weights."""
-        P = self.params
-        state = [P.weight_position] * 3 + [4.0 * P.weight_attitude] * 3 \
-            + [P.weight_velocity] * 3 + [P.weight_rate] * 3 + [P.weight_cable_rate] * 6 * self.n
-        inputs = ([P.weight_cable_jerk] * 3 + [P.weight_tension_accel]) * self.n
-        return np.sqrt(state), np.sqrt(inputs)
-
-    def _compile(self):
-        nx, nu, N, n = self.nx, self.nu, self.N, self.n
+    def _build(self):
+        nx, nu, N = self.nx, self.nu, self.N
         x = ca.SX.sym("x", nx)
         u = ca.SX.sym("u", nu)
         dt = ca.SX.sym("dt")
-        step = self.model.step_function(self.params.substeps)
-        xn = step(x, u, dt)
-        dyn = ca.Function("teacher_dyn", [x, u, dt],
-                          [xn, ca.jacobian(xn, x), ca.jacobian(xn, u)])
-        p, thrust = self.model.positions_thrusts(x)
-        terms = [ca.sumsqr(thrust[i, :]) for i in range(n)]
-        for i in range(n):
-            for j in range(i):
-                terms.append(ca.sumsqr(p[i, :] - p[j, :]))
-        h = ca.vertcat(*terms)
-        path = ca.Function("teacher_path", [x], [h, ca.jacobian(h, x)])
         ref = ca.SX.sym("ref", REF_SIZE)
-        weight = ca.SX.sym("w", 12 + 6 * n)
-        cable_rates = [x[cable_offset(i) + C_RATE + 3 : cable_offset(i) + C_RATE + 9]
-                       for i in range(n)]
-        residual = weight * ca.vertcat(
-            x[X_POS : X_POS + 3] - ref[0:3],
-            _quat_error(x[X_QUAT : X_QUAT + 4], ref[3:7]),
-            x[X_VEL : X_VEL + 3] - ref[7:10],
-            x[X_RATE:X_LOAD] - ref[10:13],
-            *cable_rates,
-        )
-        cost = ca.Function("teacher_cost", [x, ref, weight],
-                           [residual, ca.jacobian(residual, x)])
+        xn = self.model.step_function(self.params.substeps)(x, u, dt)
+        dyn = ca.Function("teacher_dyn", [x, u, dt], [xn, ca.jacobian(xn, x), ca.jacobian(xn, u)])
+        res = state_residuals(self.model, self.params, self.hover_tension, x, ref)
+        cost = ca.Function("teacher_cost", [x, ref], [res, ca.jacobian(res, x)])
+        ures = input_residuals(self.params, self.n, u)
+        ucost = ca.Function("teacher_ucost", [u], [ures, ca.jacobian(ures, u)])
         outputs = self.model.outputs(x)
         flat = ca.Function("teacher_out", [x], [ca.vertcat(*[ca.vec(o.T) for o in outputs])])
-        compiled = compile_functions(
-            f"teacher_n{n}",
-            [dyn.map(N), path.map(N), cost.map(N), flat.map(N_NODES)],
-        )
-        self.dyn = compiled[dyn.map(N).name()]
-        self.path = compiled[path.map(N).name()]
-        self.cost = compiled[cost.map(N).name()]
+        step = self._sqp_step_function(dyn, cost, ucost)
+        compiled = compile_functions(f"teacher_n{self.n}_{self._digest()}",
+                                     [step, flat.map(N_NODES)])
+        self.step_fn = compiled[step.name()]
         self.outputs = compiled[flat.map(N_NODES).name()]
-        self.A_sp = ca.jacobian(xn, x).sparsity()
-        self.B_sp = ca.jacobian(xn, u).sparsity()
-        self.C_sp = ca.jacobian(h, x).sparsity()
-        self.n_path = h.size1()
-        self.n_res = residual.size1()
 
-    # -- the SQP step as one CasADi function --------------------------------------------------
+    def _digest(self) -> str:
+        import hashlib
 
-    def _structure(self):
-        """Build ``self.step_fn(X, U, ref, lbw, ubw) -> (X+, U+, qp cost)``: linearize (compiled
-        C, all nodes in one call), assemble the Gauss-Newton QP in HPIPM's stage-wise layout,
-        solve it with HPIPM and take the full step, without a round trip through Python."""
-        nx, nu, N, npath = self.nx, self.nu, self.N, self.n_path
-        stride = nx + nu
-        self.nz = N * stride + nx
+        return hashlib.sha256(repr((self.system, self.params)).encode()).hexdigest()[:10]
+
+    def _sqp_step_function(self, dyn, cost, ucost) -> ca.Function:
+        """(X (nx, N+1), U (nu, N), ref (13, N+1)) -> (X+, U+, largest change, cost): one
+        Gauss-Newton step; x_0 = X[:, 0] stays."""
+        nx, nu, N = self.nx, self.nu, self.N
         X = ca.MX.sym("X", nx, N + 1)
         U = ca.MX.sym("U", nu, N)
         ref = ca.MX.sym("ref", REF_SIZE, N + 1)
-        lbw = ca.MX.sym("lbw", self.nz)
-        ubw = ca.MX.sym("ubw", self.nz)
-        F, A, B = self.dyn(X[:, :N], U, ca.DM(self.dts).T)
-        h, C = self.path(X[:, 1:])
-        res, J = self.cost(X[:, 1:], ref[:, 1:], ca.DM(self.state_weights))
-        input_h = ca.DM(self.input_weights)
-        # Hessian blocks (x_0 fixed: an empty block), gradient
-        blocks = [ca.MX.eye(nx)]  # x_0 is fixed by its bounds; any positive block will do
-        grad = [ca.MX(nx, 1)]
+        F, A, B = dyn.map(N)(X[:, :N], U, ca.DM(self.dts).T)
+        scale = np.sqrt(self.dts)
+        scale_x = scale.copy()
+        scale_x[-1] *= np.sqrt(self.params.terminal_scale)
+        R, J = cost.map(N)(X[:, 1:], ref[:, 1:])
+        Ru, Ju = ucost.map(N)(U)
+        m = R.size1()
+        mu = Ru.size1()
+        total = 0
+        # Riccati backward sweep; stage quantities for x_1..x_N, inputs u_0..u_{N-1}
+        Pk = None
+        pk = None
+        gains = [None] * N
+        for k in range(N - 1, -1, -1):
+            Jk = J[:, k * nx : (k + 1) * nx] * scale_x[k]
+            rk = R[:, k] * scale_x[k]
+            total += 0.5 * ca.sumsqr(rk)
+            Q = ca.mtimes(Jk.T, Jk) + REGULARIZATION * ca.MX.eye(nx)
+            q = ca.mtimes(Jk.T, rk)
+            if Pk is None:  # terminal node x_N
+                Pk, pk = Q, q
+            else:
+                Pk, pk = Pk + Q, pk + q
+            Ak = A[:, k * nx : (k + 1) * nx]
+            Bk = B[:, k * nu : (k + 1) * nu]
+            dk = F[:, k] - X[:, k + 1]
+            Juk = Ju[:, k * nu : (k + 1) * nu] * scale[k]
+            ruk = Ru[:, k] * scale[k]
+            total += 0.5 * ca.sumsqr(ruk)
+            PB = ca.mtimes(Pk, Bk)
+            Huu = ca.mtimes(Juk.T, Juk) + ca.mtimes(Bk.T, PB) + REGULARIZATION * ca.MX.eye(nu)
+            Hux = ca.mtimes(PB.T, Ak)
+            hu = ca.mtimes(Juk.T, ruk) + ca.mtimes(Bk.T, ca.mtimes(Pk, dk) + pk)
+            sol = ca.solve(Huu, ca.horzcat(Hux, hu), "ldl")
+            K = -sol[:, :nx]
+            kff = -sol[:, nx]
+            gains[k] = (K, kff)
+            PA = ca.mtimes(Pk, Ak)
+            P_new = ca.mtimes(Ak.T, PA) + ca.mtimes(Hux.T, K)
+            p_new = ca.mtimes(Ak.T, ca.mtimes(Pk, dk) + pk) + ca.mtimes(Hux.T, kff)
+            Pk = 0.5 * (P_new + P_new.T)
+            pk = p_new
+        # forward rollout of the linearized dynamics
+        dx = ca.MX.zeros(nx)
+        xs = [X[:, 0]]
+        us = []
+        change = ca.MX(0)
         for k in range(N):
-            blocks.append(ca.diag(input_h[:, k]))
-            grad.append(input_h[:, k] * U[:, k])
-            Jk = J[:, k * nx : (k + 1) * nx]
-            # a small Levenberg-Marquardt term keeps every state's curvature positive
-            blocks.append(ca.mtimes(Jk.T, Jk) + REGULARIZATION * ca.MX.eye(nx))
-            grad.append(ca.mtimes(Jk.T, res[:, k]))
-        H = ca.diagcat(*blocks)
-        g = ca.vertcat(*grad)
-        # constraints, HPIPM's order: [gap_0, gap_1, path_1, gap_2, path_2, ..., path_N]
-        rows, lba, uba = [], [], []
-        lo = ca.DM(self.path_lo)
-        hi = ca.DM(self.path_hi)
-        for k in range(N):
-            left = ca.MX(nx, k * stride)
-            right = ca.MX(nx, self.nz - (k + 1) * stride - nx)
-            rows.append(ca.horzcat(left, A[:, k * nx : (k + 1) * nx], B[:, k * nu : (k + 1) * nu],
-                                   -ca.MX.eye(nx), right))
-            defect = F[:, k] - X[:, k + 1]
-            lba.append(-defect)
-            uba.append(-defect)
-            if k > 0:
-                rows.append(ca.horzcat(ca.MX(npath, k * stride), C[:, (k - 1) * nx : k * nx],
-                                       ca.MX(npath, self.nz - k * stride - nx)))
-                lba.append(lo - h[:, k - 1])
-                uba.append(hi - h[:, k - 1])
-        rows.append(ca.horzcat(ca.MX(npath, N * stride), C[:, (N - 1) * nx :]))
-        lba.append(lo - h[:, N - 1])
-        uba.append(hi - h[:, N - 1])
-        Aqp = ca.vertcat(*rows)
-        w = ca.vertcat(*[ca.vertcat(X[:, k], U[:, k]) for k in range(N)], X[:, N])
-        self.qp = ca.conic("teacher_qp", "hpipm", {"h": H.sparsity(), "a": Aqp.sparsity()}, {
-            "N": N,
-            "nx": [nx] * (N + 1),
-            "nu": [nu] * N + [0],
-            "ng": [0] + [npath] * N,
-            "error_on_fail": False,
-            "hpipm": {"iter_max": 50, "res_g_max": 1e-6, "res_b_max": 1e-8, "res_d_max": 1e-8,
-                      "res_m_max": 1e-6, "warm_start": 0, "mode": "balance"},
-        })
-        self.qp_data = ca.Function("qp_data", [X, U, ref, lbw, ubw],
-                                   [H, g, Aqp, ca.vertcat(*lba), ca.vertcat(*uba), lbw - w,
-                                    ubw - w])
-        sol = self.qp(h=H, g=g, a=Aqp, lba=ca.vertcat(*lba), uba=ca.vertcat(*uba),
-                      lbx=lbw - w, ubx=ubw - w)
-        w_new = w + sol["x"]
-        X_new = ca.horzcat(*[w_new[k * stride : k * stride + nx] for k in range(N + 1)])
-        U_new = ca.horzcat(*[w_new[k * stride + nx : (k + 1) * stride] for k in range(N)])
-        self.step_fn = ca.Function("teacher_sqp_step", [X, U, ref, lbw, ubw],
-                                   [X_new, U_new, ca.mmax(ca.fabs(sol["x"])), sol["cost"]])
+            K, kff = gains[k]
+            du = ca.mtimes(K, dx) + kff
+            Ak = A[:, k * nx : (k + 1) * nx]
+            Bk = B[:, k * nu : (k + 1) * nu]
+            dx = ca.mtimes(Ak, dx) + ca.mtimes(Bk, du) + F[:, k] - X[:, k + 1]
+            us.append(U[:, k] + du)
+            xs.append(X[:, k + 1] + dx)
+            change = ca.fmax(change, ca.fmax(ca.mmax(ca.fabs(du)), ca.mmax(ca.fabs(dx))))
+        return ca.Function("teacher_sqp_step", [X, U, ref],
+                           [ca.horzcat(*xs), ca.horzcat(*us), change, total])
 
-    def _bounds(self):
-        P = self.params
-        nx, nu, N, n = self.nx, self.nu, self.N, self.n
-        stride = nx + nu
-        lbx = np.full(N * stride + nx, -np.inf)
-        ubx = np.full(N * stride + nx, np.inf)
-        for k in range(N + 1):
-            base = k * stride
-            if k > 0:
-                for i in range(n):
-                    o = base + cable_offset(i) + C_TENSION
-                    lbx[o] = P.tension_min
-                    ubx[o] = P.tension_max
-            if k < N:
-                for i in range(n):
-                    o = base + nx + 4 * i
-                    lbx[o : o + 3] = -P.max_cable_jerk
-                    ubx[o : o + 3] = P.max_cable_jerk
-                    lbx[o + 3] = -P.max_tension_accel
-                    ubx[o + 3] = P.max_tension_accel
-        self.lbw = lbx
-        self.ubw = ubx
-        thrust_max = min(q.rotor.max_thrust() for q in self.system.quadrotors) * P.thrust_margin
-        self.path_lo = np.array([P.thrust_min**2] * n + [P.min_distance**2] * (self.n_path - n))
-        self.path_hi = np.array([thrust_max**2] * n + [1e8] * (self.n_path - n))
-        sw_state, sw_input = self._residual_weights()
-        scale = np.ones(N)
-        scale[-1] = np.sqrt(P.terminal_scale)
-        # residual weights for x_1..x_N: sqrt(weight * interval), the terminal node scaled
-        self.state_weights = sw_state[:, None] * (np.sqrt(self.dts) * scale)[None, :]
-        self.input_weights = (sw_input[:, None] ** 2) * self.dts[None, :]  # diagonal Hessian
-
-    # -- solve --------------------------------------------------------------------------------
+    def _step_scales(self) -> tuple[np.ndarray, np.ndarray]:
+        """Largest change of each state and input one SQP step may make (trust region)."""
+        x = np.empty(self.nx)
+        x[X_POS : X_POS + 3] = 0.5
+        x[X_VEL : X_VEL + 3] = 1.0
+        x[X_QUAT : X_QUAT + 4] = 0.2
+        x[X_RATE:X_LOAD] = 1.0
+        for i in range(self.n):
+            o = cable_offset(i)
+            x[o + C_DIR : o + C_DIR + 3] = 0.2
+            x[o + C_RATE : o + C_RATE + 3] = 1.0
+            x[o + C_RATE + 3 : o + C_RATE + 6] = 5.0
+            x[o + C_RATE + 6 : o + C_RATE + 9] = 25.0
+            x[o + C_TENSION] = 3.0
+            x[o + C_DTENSION] = 30.0
+        u = np.tile([self.params.max_cable_jerk] * 3 + [self.params.max_tension_accel], self.n)
+        return x, 0.5 * u
 
     def sqp_step(self, X: np.ndarray, U: np.ndarray, ref: np.ndarray):
-        """One Gauss-Newton SQP step from (X (N+1, nx), U (N, nu)), X[0] fixed. Returns the
-        new (X, U), the largest change of a variable and whether the step is usable."""
-        lbw = self.lbw.copy()
-        ubw = self.ubw.copy()
-        lbw[: self.nx] = ubw[: self.nx] = X[0]
-        X_new, U_new, change, _ = self.step_fn(X.T, U.T, ref, lbw, ubw)
-        X_new = X_new.full().T
-        U_new = U_new.full().T
-        change = float(change)
-        ok = np.isfinite(change) and np.isfinite(X_new).all() and np.isfinite(U_new).all()
-        return X_new, U_new, change, bool(ok)
+        """One Gauss-Newton SQP step from (X (N+1, nx), U (N, nu)), X[0] fixed, shortened when
+        it would change some variable by more than its trust-region radius. Returns the new
+        (X, U), the normalized size of the full step and whether the step is usable."""
+        X_new, U_new, _, _ = self.step_fn(X.T, U.T, ref)
+        dX = X_new.full().T - X
+        dU = U_new.full().T - U
+        if not (np.isfinite(dX).all() and np.isfinite(dU).all()):
+            return X, U, np.inf, False
+        size = max(np.abs(dX / self.x_scale).max(), np.abs(dU / self.u_scale).max())
+        alpha = min(1.0, 1.0 / size) if size > 0 else 1.0
+        return X + alpha * dX, U + alpha * dU, float(size), True
 
 
 class TeacherPlanner:
@@ -268,6 +276,7 @@ class TeacherPlanner:
         self.ocp = TeacherOCP(system, self.params)
         self.model = self.ocp.model
         self.offsets = node_offsets()
+        self.bounds = PlanBounds()
         self.reset()
 
     @classmethod
@@ -374,17 +383,19 @@ class TeacherPlanner:
         ok = True
         done = 0
         for done in range(1, iterations + 1):  # noqa: B007
-            X, U, change, ok = self.ocp.sqp_step(X, U, ref_matrix)
-            if not ok or change < 1e-4:
+            X, U, size, ok = self.ocp.sqp_step(X, U, ref_matrix)
+            if not ok or size < 1e-3:
                 break
         self.iterations.append(done)
         plans = self._trajectories(times, X) if ok and np.isfinite(X).all() else None
-        if plans is not None and all(p.is_finite() for p in plans):
+        if plans is not None and all(self.bounds.violation(p) is None for p in plans):
             self.prev_t, self.prev_X, self.prev_U = state.t, X, U
             self.prev_plans = plans
         else:
+            # fly the last good plan; solve the next one from scratch
             self.failures += 1
             plans = self._fallback(state)
+            self.prev_X = None
         self.solve_times.append(time.perf_counter() - start)
         return plans
 

@@ -85,3 +85,22 @@ def test_console_script_help_is_fast():
          "print('numba' in sys.modules, 'casadi' in sys.modules, 'torch' in sys.modules)"],
         capture_output=True, text=True, timeout=30)
     assert probe.stdout.strip() == "False False False"
+
+
+def test_simulate_teacher_reports_solver_figures(capsys):
+    code, data = run_json(capsys, ["simulate", "--planner", "teacher", "--duration", "2",
+                                   "--json"])
+    assert code == 0
+    for key in ("solve_ms_median", "solve_ms_p99", "solver_failures"):
+        assert key in data
+    assert data["solver_failures"] == 0
+
+
+def test_side_by_side_and_bench_teacher(capsys):
+    code, data = run_json(capsys, ["simulate", "--planner", "formation,teacher", "--duration",
+                                   "1", "--json"])
+    assert code == 0 and [d["planner"] for d in data] == ["formation", "teacher"]
+    code, data = run_json(capsys, ["bench", "teacher", "--uavs", "3", "--duration", "2",
+                                   "--json"])
+    assert code == 0 and data["3"]["solver_failures"] == 0 and data["3"]["plans"] == 20
+    assert main(["bench", "teacher", "--uavs", "1,x"]) == 2
