@@ -13,6 +13,7 @@ import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -41,6 +42,18 @@ class PlanRecord:
     trajectories: list[UavTrajectory]
 
 
+class EpisodeLogger(Protocol):
+    """Receives an episode as it happens (e.g. a run-log writer); every call may write."""
+
+    def start(self, system, reference, scenario: Scenario, planner_name: str) -> None: ...
+
+    def plans(self, t: float, trajectories: list[UavTrajectory]) -> None: ...
+
+    def samples(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None: ...
+
+    def finish(self, status: str, metrics: dict) -> None: ...
+
+
 @dataclass
 class EpisodeResult:
     status: EpisodeStatus
@@ -65,11 +78,14 @@ def run_episode(
     record_plans: bool = False,
     progress: bool = False,
     on_period: Callable[[WorldState, list[UavTrajectory]], None] | None = None,
+    logger: EpisodeLogger | None = None,
 ) -> EpisodeResult:
     """Fly ``planner`` on ``backend`` along ``reference`` for ``duration`` seconds.
 
     ``scenario`` defaults to the reference's start pose with seed 0. ``on_period`` is called
-    with the observed state and the guarded plans every planner period (loggers, DAgger).
+    with the observed state and the guarded plans every planner period (DAgger); ``logger``
+    receives the plans, the samples with the reference at their times, and the final metrics
+    as they happen, so a run killed midway leaves what it had written.
     """
     if not np.isfinite(duration) or duration <= 0.0:
         raise ValueError(f"duration: expected a positive number of seconds, got {duration!r}")
@@ -80,6 +96,8 @@ def run_episode(
     guard = PlanGuard()
     planner.reset()
     state = backend.reset(scenario)
+    if logger is not None:
+        logger.start(backend.system, reference, scenario, planner.name)
     parts: list[WorldSamples] = []
     plans: list[PlanRecord] = []
     status = EpisodeStatus.COMPLETED
@@ -101,8 +119,13 @@ def run_episode(
             plans.append(PlanRecord(state.t, trajectories))
         if on_period is not None:
             on_period(state, trajectories)
+        if logger is not None:
+            logger.plans(state.t, trajectories)
         samples = backend.advance()
         parts.append(samples)
+        if logger is not None and len(samples):
+            ref_now = reference.sample(samples.t)
+            logger.samples(samples, ref_now.p, ref_now.q)
         state = backend.observe()
         if bar is not None:
             bar.update(1)
@@ -124,6 +147,9 @@ def run_episode(
     metrics["replaced_plans"] = guard.replaced
     health = backend.health()
     metrics["rejected_plans"] = health.rejected_plans
+    metrics.update({k: v for k, v in planner.report().items() if np.isscalar(v)})
+    if logger is not None:
+        logger.finish(status.value, metrics)
     return EpisodeResult(status, samples, ref_p, ref_q, metrics, planner.report(), plans,
                          message or "; ".join(guard.reasons[:3]))
 

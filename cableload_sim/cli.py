@@ -115,8 +115,6 @@ def cmd_trajectories(args) -> int:
 
 def run_simulation(args, planner_name: str) -> dict:
     """One episode on the embedded backend; returns the metrics."""
-    import numpy as np
-
     from backends import make_backend
     from backends.base import Scenario
     from backends.runner import run_episode
@@ -140,7 +138,6 @@ def run_simulation(args, planner_name: str) -> dict:
         progress=not args.json and sys.stderr.isatty(),
     )
     metrics = dict(result.metrics)
-    metrics.update({k: v for k, v in result.planner_report.items() if np.isscalar(v)})
     metrics["planner"] = planner_name
     metrics["trajectory"] = reference.name
     if result.message:
