@@ -113,31 +113,58 @@ def cmd_trajectories(args) -> int:
     return 0
 
 
-def run_simulation(args, planner_name: str) -> dict:
-    """One episode on the embedded backend; returns the metrics."""
+def build_planner(name: str, config, args):
+    """A planner by name; ``student`` loads its policy (``--policy``, ``--runtime``)."""
+    if name == "student":
+        from learners.export import load_policy
+        from planners.student import StudentPlanner
+
+        policy, history, _ = load_policy(getattr(args, "policy", None),
+                                         getattr(args, "runtime", "torch"))
+        return StudentPlanner.from_config(config, policy, history)
+    from planners import make_planner
+
+    return make_planner(name, config)
+
+
+def run_simulation(args, planner_name: str, reference=None, record_plans: bool = False,
+                   log_path=None) -> dict:
+    """One episode on the embedded backend; returns the metrics (and ``deriv_mae_mps`` when
+    ``record_plans``)."""
     from backends import make_backend
     from backends.base import Scenario
     from backends.runner import run_episode
     from cableload_sim.disturbances import WrenchDisturbance
-    from planners import make_planner
 
     config = load_cli_config(args)
-    reference = build_reference(args)
+    reference = build_reference(args) if reference is None else reference
     backend = make_backend("embedded", config)
-    planner = make_planner(planner_name, config)
+    planner = build_planner(planner_name, config, args)
     p0, q0 = reference.start_pose()
     disturbance = None
     if args.disturbance is not None:
         force, torque = args.disturbance
         disturbance = WrenchDisturbance(max_force=force, max_torque=torque)
     scenario = Scenario(load_p=p0, load_q=q0, seed=args.seed, disturbance=disturbance)
+    logger = None
+    if log_path is not None:
+        from cableload_sim.runlog import RunLogWriter
+
+        logger = RunLogWriter(log_path, config)
     result = run_episode(
         backend, planner, reference, args.duration, scenario,
         collision_distance=config.simulation.collision_distance_m,
         divergence_distance=config.simulation.divergence_distance_m,
-        progress=not args.json and sys.stderr.isatty(),
+        progress=not args.json and sys.stderr.isatty(), record_plans=record_plans,
+        logger=logger,
     )
     metrics = dict(result.metrics)
+    if record_plans:
+        from cableload_sim.metrics import plan_derivative_mae
+
+        maes = [plan_derivative_mae(tr.t, tr.p, tr.v) for rec in result.plans
+                for tr in rec.trajectories]
+        metrics["deriv_mae_mps"] = float(sum(maes) / len(maes)) if maes else float("nan")
     metrics["planner"] = planner_name
     metrics["trajectory"] = reference.name
     if result.message:
@@ -162,6 +189,50 @@ def cmd_simulate(args) -> int:
             if "message" in metrics:
                 print(f"note ({metrics['planner']}): {metrics['message']}")
     return 0 if all(m["status"] == "completed" for m in results) else 1
+
+
+def cmd_evaluate(args) -> int:
+    """Teacher and student side by side on each named trajectory."""
+    rows = []
+    for name in [n.strip() for n in args.trajectories.split(",") if n.strip()]:
+        args.trajectory = name
+        reference = build_reference(args)
+        row = {"name": reference.name}
+        for planner in ("teacher", "student"):
+            row[planner] = run_simulation(args, planner, reference=reference, record_plans=True)
+        rows.append(row)
+    if args.json:
+        print(json.dumps({"trajectories": rows}, default=float))
+    else:
+        keys = list(SIM_KEYS) + ["deriv_mae_mps"]
+        for row in rows:
+            print(f"{row['name']} ({args.orientation}), {args.duration:g} s")
+            print_table([("teacher", row["teacher"]), ("student", row["student"])], keys)
+            t, st = row["teacher"], row["student"]
+            print(f"student/teacher: position {st['rmse_position_m'] / t['rmse_position_m']:.2f}x,"
+                  f" orientation {st['rmse_orientation_deg'] / t['rmse_orientation_deg']:.2f}x\n")
+    return 0
+
+
+def cmd_train(args) -> int:
+    from learners.config import load_train_config
+    from learners.dagger import train
+    from learners.export import SHIPPED_POLICY
+
+    path = args.config or str(SHIPPED_POLICY.parent.parent / "configs" /
+                              "paper-eight-medium.toml")
+    config = load_train_config(path)
+    summary = train(config, args.out, resume=args.resume, executor=args.executor,
+                    address=args.address, progress=not args.json)
+    if args.json:
+        print(json.dumps(summary, default=float))
+    else:
+        last = summary["rounds"][-1] if summary["rounds"] else {}
+        print(f"trained {len(summary['rounds'])} rounds into {args.out}; last loss "
+              f"{last.get('loss', float('nan')):.4g}, evaluation RMSE "
+              f"{last.get('eval_rmse_position_m', float('nan')):.4g} m; policy in "
+              f"{args.out}/policy, summary plot {args.out}/training_summary.png")
+    return 0
 
 
 def _uav_list(text: str) -> list[int]:
@@ -256,6 +327,14 @@ def _add_reference(p: argparse.ArgumentParser) -> None:
                    help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5")
 
 
+def _add_policy(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", default=None,
+                   help="student policy directory (default: the shipped one)")
+    p.add_argument("--runtime", choices=["torch", "onnx"], default="torch",
+                   help="student inference runtime")
+    p.add_argument("--log", default=None, help=argparse.SUPPRESS)
+
+
 def _disturbance(text: str):
     try:
         force, torque = (float(v) for v in text.split(","))
@@ -278,14 +357,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("simulate", help="fly one planner on the embedded simulator")
     p.add_argument("--planner", default="formation",
-                   help="formation, formation-tilt or teacher; several, comma-separated, side "
-                        "by side")
+                   help="formation, formation-tilt, teacher or student; several, "
+                        "comma-separated, side by side")
+    _add_policy(p)
     p.add_argument("--duration", type=float, default=60.0, help="seconds of simulated flight")
     p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE",
                    help="random wrench on the load: largest force (N) and torque (N m)")
     _add_reference(p)
     _add_common(p)
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("evaluate", help="teacher and student side by side on trajectories")
+    p.add_argument("--trajectories", default="eight-medium",
+                   help="comma-separated names, e.g. eight-medium,eight-slow,track:zandvoort")
+    p.add_argument("--duration", type=float, default=60.0, help="seconds per trajectory")
+    p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE")
+    _add_reference(p)
+    _add_policy(p)
+    _add_common(p)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("train", help="train the student by DAgger")
+    p.add_argument("--config", default=None,
+                   help="training TOML (default: learners/configs/paper-eight-medium.toml)")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("bench", help="measure speed")
     p.add_argument("what", choices=["sim", "teacher"],
@@ -310,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as err:
         print(f"cableload: error: {err}", file=sys.stderr)
         return 2
-    except ValueError as err:  # configuration and option errors carry their own message
+    except (ValueError, FileNotFoundError, FileExistsError) as err:
+        # configuration, option and file errors carry their own message
         print(f"cableload: error: {err}", file=sys.stderr)
         return 2
 

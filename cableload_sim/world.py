@@ -134,6 +134,12 @@ class LocalObservation:
     cable_load_end: np.ndarray
     cable_uav_end: np.ndarray
 
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.t)) and all(
+            np.isfinite(getattr(self, f)).all()
+            for f in ("load_p", "load_q", "uav_p", "uav_v", "uav_q", "uav_omega",
+                      "cable_load_end", "cable_uav_end"))
+
 
 @dataclass(frozen=True)
 class WorldSamples:

@@ -1,0 +1,186 @@
+"""Training configuration of the student (TOML): network sizes, DAgger schedule, optimizer.
+
+```toml
+system_config = "paper"           # or a path to a system TOML (relative to this file)
+[network]                         # learners.network.NetworkConfig
+[dagger]                          # DaggerConfig
+[training]                        # TrainingConfig
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cableload_sim.params import ConfigError
+from learners.network import NetworkConfig
+
+
+@dataclass(frozen=True)
+class DaggerConfig:
+    """The data-collection schedule (the paper's section 4.2: 20 rounds, 16 epochs)."""
+
+    rounds: int = 20
+    """DAgger rounds; beta, the probability that the student acts, rises linearly from 0 in the
+    first round to 1 in the last."""
+    epochs: int = 16
+    """Training epochs over the whole aggregated dataset after each round."""
+    episodes_per_round: int = 2
+    """Episodes collected per round (in parallel, one per worker)."""
+    episode_s: float = 40.0
+    """Simulated length of an episode (s)."""
+    trajectories: tuple[str, ...] = ("eight-medium",)
+    """Load references to train on (names as on the command line)."""
+    orientation: str = "constant"
+    """Orientation mode of the references: constant, zero-sideslip or both."""
+    trajectory_order: str = "alternate"
+    """``alternate`` cycles through the trajectories episode by episode; ``sample`` draws them."""
+    disturbance_rounds: int = 5
+    """Last rounds with a random wrench on the load."""
+    disturbance_force: float = 2.0
+    """Largest disturbing force (N)."""
+    disturbance_torque: float = 0.2
+    """Largest disturbing torque (N m)."""
+    start_jitter_m: float = 0.15
+    """Each episode starts with the load up to this far from its reference's start, per axis
+    (m), so no two episodes of a round are alike."""
+    eval_s: float = 20.0
+    """Student-only evaluation episode after each round, on the first trajectory (s); 0: none."""
+    seed: int = 0
+    """Seeds everything: episode choices, disturbances, beta draws, initialization, batches."""
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Optimizer and data loading."""
+
+    batch_size: int = 256
+    train_nodes: int = 7
+    """Horizon nodes (of 21, drawn at random per batch) the loss looks at in each batch: the
+    expected loss is the whole trajectory's, at a third of the decoder's cost."""
+    learning_rate: float = 2e-3
+    learning_rate_final: float = 3e-4
+    """Learning rate reached at the last round (geometric decay over rounds)."""
+    weight_decay: float = 0.0
+    workers: int = 0
+    """Rollout worker processes; 0 means one per core."""
+    torch_threads: int = 0
+    """Threads for training; 0 means one per core."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    dagger: DaggerConfig = field(default_factory=DaggerConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    system_config: str = "paper"
+    """``paper`` for the shipped paper setup, or a path to a system TOML."""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _build(cls, path: str, table: dict):
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: expected a table, got {table!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(table) - set(fields))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r}; expected one of {sorted(fields)}")
+    kwargs = {}
+    for name, value in table.items():
+        default = getattr(cls(), name)
+        expected = type(default)
+        if isinstance(default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}.{name}: expected a list of strings, got {value!r}")
+            value = tuple(value)
+        elif expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        elif not isinstance(value, expected) or isinstance(value, bool) != isinstance(default,
+                                                                                      bool):
+            raise ConfigError(
+                f"{path}.{name}: expected {expected.__name__}, got {value!r}")
+        kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except ValueError as err:
+        raise ConfigError(f"{path}: {err}") from err
+
+
+def _validate(config: TrainConfig, source: str) -> TrainConfig:
+    d = config.dagger
+    checks = [
+        ("dagger.rounds", d.rounds, d.rounds >= 1, "at least 1"),
+        ("dagger.epochs", d.epochs, d.epochs >= 0, "at least 0"),
+        ("dagger.episodes_per_round", d.episodes_per_round, d.episodes_per_round >= 1,
+         "at least 1"),
+        ("dagger.episode_s", d.episode_s, d.episode_s > 0, "positive"),
+        ("dagger.trajectories", d.trajectories, len(d.trajectories) >= 1, "at least one name"),
+        ("dagger.orientation", d.orientation, d.orientation in ("constant", "zero-sideslip",
+                                                                "both"),
+         "constant, zero-sideslip or both"),
+        ("dagger.trajectory_order", d.trajectory_order, d.trajectory_order in ("alternate",
+                                                                              "sample"),
+         "alternate or sample"),
+        ("dagger.disturbance_rounds", d.disturbance_rounds, 0 <= d.disturbance_rounds, ">= 0"),
+        ("dagger.disturbance_force", d.disturbance_force, d.disturbance_force >= 0, ">= 0"),
+        ("dagger.disturbance_torque", d.disturbance_torque, d.disturbance_torque >= 0, ">= 0"),
+        ("dagger.eval_s", d.eval_s, d.eval_s >= 0, ">= 0"),
+        ("dagger.start_jitter_m", d.start_jitter_m, 0 <= d.start_jitter_m <= 0.5, "in [0, 0.5]"),
+        ("training.batch_size", config.training.batch_size, config.training.batch_size >= 1,
+         "at least 1"),
+        ("training.learning_rate", config.training.learning_rate,
+         config.training.learning_rate > 0, "positive"),
+        ("training.learning_rate_final", config.training.learning_rate_final,
+         config.training.learning_rate_final > 0, "positive"),
+        ("training.workers", config.training.workers, config.training.workers >= 0, ">= 0"),
+        ("training.train_nodes", config.training.train_nodes,
+         1 <= config.training.train_nodes <= 21, "between 1 and 21"),
+    ]
+    for name, value, ok, expected in checks:
+        if not ok:
+            raise ConfigError(f"{source}:{name}: expected {expected}, got {value!r}")
+    return config
+
+
+def train_config_from_dict(data: dict, source: str = "train config") -> TrainConfig:
+    allowed = {"network", "dagger", "training", "system_config"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {unknown[0]!r}; expected one of {sorted(allowed)}")
+    system = data.get("system_config", "paper")
+    if not isinstance(system, str):
+        raise ConfigError(f"{source}:system_config: expected a string, got {system!r}")
+    config = TrainConfig(
+        network=_build(NetworkConfig, f"{source}:network", data.get("network", {})),
+        dagger=_build(DaggerConfig, f"{source}:dagger", data.get("dagger", {})),
+        training=_build(TrainingConfig, f"{source}:training", data.get("training", {})),
+        system_config=system,
+    )
+    return _validate(config, source)
+
+
+def load_train_config(path: str | Path) -> TrainConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"training config {str(path)!r} does not exist")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+    config = train_config_from_dict(data, str(path))
+    if config.system_config != "paper" and not Path(config.system_config).is_absolute():
+        config = dataclasses.replace(config,
+                                     system_config=str(path.parent / config.system_config))
+    return config
+
+
+def train_config_from_json(text: str) -> TrainConfig:
+    """The resolved configuration written beside a run (``to_dict`` as JSON)."""
+    data = json.loads(text)
+    return train_config_from_dict(data, "resolved config")

@@ -1,0 +1,474 @@
+"""DAgger: train the student to imitate the teacher's whole planned trajectories.
+
+Round k of K: episodes are flown where each 10 Hz decision comes from the student with
+probability ``beta_k = k / (K - 1)`` (the teacher in the first round, the student in the last),
+else from the teacher; the teacher plans at every decision anyway and labels every visited state
+with its plan for each quadrotor; the samples join one aggregated dataset; the network trains
+for a fixed number of epochs on all of it. The last rounds add a random wrench on the load.
+
+Episodes run in worker processes through an ``Executor`` (local processes by default, a Ray
+cluster when asked). Every round's shard and checkpoint is written atomically (``RunStore``) so
+``train(..., resume=True)`` continues an interrupted run with nothing lost or collected twice.
+Everything random is drawn from generators seeded by the run's seed, the round and the episode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from learners.config import TrainConfig
+from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
+from learners.network import StudentNet
+from learners.store import RunStore, atomic_write_bytes
+from planners.student import StudentPlanner
+
+TARGET_FIELDS = 12  # per node: p (relative to the own position), w (body rates), v, a
+
+# ---------------------------------------------------------------------------------------------
+# Collecting episodes (runs in worker processes)
+
+
+class DaggerPlanner:
+    """Plans with the student (probability beta per decision) or the teacher, and records,
+    for every quadrotor at every decision, the student's encoded observation and the teacher's
+    plan for it."""
+
+    name = "dagger"
+
+    def __init__(self, teacher, student: StudentPlanner, beta: float, rng: np.random.Generator,
+                 record_within: float = 1.0):
+        self.record_within = record_within
+        self.teacher = teacher
+        self.student = student
+        self.beta = beta
+        self.rng = rng
+        self.records: list[tuple] = []
+        self.student_decisions = 0
+
+    def reset(self) -> None:
+        self.teacher.reset()
+        self.student.reset()
+        self.records = []
+        self.student_decisions = 0
+
+    def report(self) -> dict:
+        return {**self.teacher.report(), "student_decisions": self.student_decisions}
+
+    def plan(self, state, reference):
+        encoded = self.student.observe(state, reference)
+        labels = self.teacher.plan(state, reference)
+        # far from the reference the run is failing: its labels are rescue manoeuvres, outliers
+        # that would swamp the loss
+        near = np.linalg.norm(state.load_p - reference.sample(state.t).p[0]) < self.record_within
+        for i, (e, label) in enumerate(zip(encoded, labels)):
+            if near and e.is_finite() and label.is_finite():
+                target = np.hstack([label.p - e.origin, label.body_rates, label.v, label.a])
+                self.records.append((e.ego, e.load, e.ref, target, state.t, i))
+        if self.beta > 0.0 and self.rng.random() < self.beta:
+            self.student_decisions += 1
+            return self.student.act(encoded, state.uav_p)
+        return labels
+
+    def arrays(self, episode: int) -> dict:
+        if not self.records:
+            raise RuntimeError("the episode recorded no sample")
+        ego, load, ref, target, t, quad = zip(*self.records)
+        return {
+            "ego": np.asarray(ego, dtype=np.float32), "load": np.asarray(load, dtype=np.float32),
+            "ref": np.asarray(ref, dtype=np.float32),
+            "target": np.asarray(target, dtype=np.float32),
+            "t": np.asarray(t), "quad": np.asarray(quad, dtype=np.int16),
+            "episode": np.full(len(t), episode, dtype=np.int32),
+        }
+
+
+@dataclass(frozen=True)
+class EpisodeTask:
+    """One episode to collect, self-contained so it can travel to any worker."""
+
+    config: dict  # resolved training config
+    system_config: str
+    round_index: int
+    episode: int
+    beta: float
+    trajectory: str
+    orientation: str
+    disturbance: tuple[float, float] | None
+    policy: bytes | None  # checkpoint bytes of the current student, None before training
+    seed: int
+
+
+_WORKER_CACHE: dict = {}
+
+
+def _system_config(path: str):
+    from cableload_sim.params import load_config
+
+    return load_config(None if path == "paper" else path)
+
+
+def _teacher(system_path: str):
+    from planners.teacher import TeacherPlanner
+
+    key = ("teacher", system_path)
+    if key not in _WORKER_CACHE:
+        _WORKER_CACHE[key] = TeacherPlanner.from_config(_system_config(system_path))
+    return _WORKER_CACHE[key]
+
+
+def collect_episode(task: EpisodeTask) -> dict:
+    """Fly one DAgger episode; returns its samples and figures."""
+    from backends import make_backend
+    from backends.base import Scenario
+    from backends.runner import run_episode
+    from cableload_sim.disturbances import WrenchDisturbance
+    from cableload_sim.trajectories import make_reference
+    from learners.export import network_from_checkpoint
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    config = _system_config(task.system_config)
+    history = task.config["network"]["history"]
+    if task.policy is not None:
+        data = torch.load(__import__("io").BytesIO(task.policy), map_location="cpu",
+                          weights_only=False)
+        policy = TorchPolicy(network_from_checkpoint(data, "round checkpoint"))
+    else:
+        policy = _never_called
+    student = StudentPlanner.from_config(config, policy, history)
+    rng = np.random.default_rng(task.seed)
+    planner = DaggerPlanner(_teacher(task.system_config), student, task.beta, rng)
+    reference = make_reference(task.trajectory, orientation=task.orientation)
+    p0, q0 = reference.start_pose()
+    jitter = task.config["dagger"]["start_jitter_m"]
+    p0 = p0 + rng.uniform(-jitter, jitter, size=3)
+    disturbance = WrenchDisturbance(*task.disturbance) if task.disturbance else None
+    scenario = Scenario(load_p=p0, load_q=q0, seed=task.seed, disturbance=disturbance)
+    result = run_episode(make_backend("embedded", config), planner, reference,
+                         task.config["dagger"]["episode_s"], scenario,
+                         collision_distance=config.simulation.collision_distance_m,
+                         divergence_distance=config.simulation.divergence_distance_m)
+    arrays = planner.arrays(task.episode)
+    return {"arrays": arrays, "status": result.status.value,
+            "rmse_position_m": result.metrics["rmse_position_m"],
+            "student_decisions": planner.student_decisions,
+            "wall_s": time.perf_counter() - start, "episode": task.episode}
+
+
+def _never_called(*_):
+    raise RuntimeError("the student acted before it had a policy (beta > 0 in round 0)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Executors
+
+
+class LocalExecutor:
+    """Worker processes on this machine (spawned, one per core by default)."""
+
+    def __init__(self, workers: int = 0):
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = None
+
+    def map(self, fn: Callable, tasks: list) -> list:
+        if self.workers == 1:
+            return [fn(task) for task in tasks]
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers,
+                                             mp_context=get_context("spawn"))
+        return list(self._pool.map(fn, tasks))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
+class RayExecutor:
+    """Episodes as Ray tasks, on a local Ray instance or the cluster at ``address``."""
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None):
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        try:
+            import ray
+        except ImportError as err:
+            raise RuntimeError("the ray executor needs Ray: pip install 'cableload[cluster]'") \
+                from err
+        self.ray = ray
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+            else:
+                ray.init(num_cpus=num_cpus, ignore_reinit_error=True, log_to_driver=False,
+                         include_dashboard=False)
+        self._remote = {}
+
+    def map(self, fn: Callable, tasks: list) -> list:
+        remote = self._remote.get(fn)
+        if remote is None:
+            remote = self._remote[fn] = self.ray.remote(fn)
+        return self.ray.get([remote.remote(task) for task in tasks])
+
+    def close(self) -> None:
+        pass
+
+
+def make_executor(name: str, workers: int = 0, address: str | None = None):
+    if name == "local":
+        return LocalExecutor(workers)
+    if name == "ray":
+        return RayExecutor(address, num_cpus=workers or None)
+    raise ValueError(f"executor: expected 'local' or 'ray', got {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+
+
+def betas(rounds: int) -> np.ndarray:
+    """Probability that the student acts, per round: 0 in the first, 1 in the last."""
+    return np.linspace(0.0, 1.0, rounds) if rounds > 1 else np.zeros(1)
+
+
+def data_stats(data: dict) -> dict:
+    """Normalization statistics of inputs and outputs (numpy), from a dataset."""
+
+    def stats(x):
+        flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
+        return flat.mean(axis=0), np.maximum(flat.std(axis=0), 1e-3)
+
+    out = {}
+    for name in ("ego", "load", "ref"):
+        out[f"{name}_mean"], out[f"{name}_std"] = stats(data[name])
+    out["out_mean"], out["out_std"] = stats(data["target"])
+    # v and a are derivatives of p in the PINN: only p's mean is an offset
+    return out
+
+
+def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    """Mean squared normalized errors of p, w, v, a (4,)."""
+    prediction = torch.cat([out["p"], out["w"], out["v"], out["a"]], dim=-1)
+    error = (prediction - target) / std
+    return torch.stack([(error[..., 3 * k : 3 * k + 3] ** 2).mean() for k in range(4)])
+
+
+def train_epochs(net: StudentNet, optimizer, data: dict, epochs: int, batch_size: int,
+                 generator: torch.Generator, progress=None, nodes: int = 21) -> float:
+    """Train ``epochs`` passes over ``data``, each batch's loss on ``nodes`` random horizon
+    nodes; returns the last epoch's mean loss."""
+    ego = torch.as_tensor(data["ego"])
+    load = torch.as_tensor(data["load"])
+    ref = torch.as_tensor(data["ref"])
+    target = torch.as_tensor(data["target"])
+    std = net.out_std
+    n = len(target)
+    last = float("nan")
+    net.train()
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=generator)
+        total, count = 0.0, 0
+        for start in range(0, n, batch_size):
+            idx = order[start : start + batch_size]
+            chosen = torch.sort(torch.randperm(target.shape[1], generator=generator)[:nodes])[0]
+            out = net.predict(ego[idx], load[idx], ref[idx], nodes=chosen, with_jerk=False)
+            loss = loss_terms(out, target[idx][:, chosen], std).sum()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(idx)
+            count += len(idx)
+        last = total / max(count, 1)
+        if progress is not None:
+            progress.update(1)
+            progress.set_postfix(loss=f"{last:.4f}")
+    net.eval()
+    return last
+
+
+def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng) -> tuple[str, str]:
+    d = config.dagger
+    if d.trajectory_order == "alternate":
+        trajectory = d.trajectories[(round_index * d.episodes_per_round + episode)
+                                    % len(d.trajectories)]
+    else:
+        trajectory = d.trajectories[int(rng.integers(len(d.trajectories)))]
+    orientation = d.orientation
+    if orientation == "both":
+        orientation = ("constant", "zero-sideslip")[int(rng.integers(2))]
+    return trajectory, orientation
+
+
+def _evaluate(net: StudentNet, config: TrainConfig, system_config) -> dict:
+    from backends import make_backend
+    from backends.runner import run_episode
+    from cableload_sim.trajectories import make_reference
+
+    d = config.dagger
+    orientation = "constant" if d.orientation == "both" else d.orientation
+    reference = make_reference(d.trajectories[0], orientation=orientation)
+    student = StudentPlanner.from_config(system_config, TorchPolicy(net), net.config.history)
+    result = run_episode(make_backend("embedded", system_config), student, reference, d.eval_s,
+                         collision_distance=system_config.simulation.collision_distance_m,
+                         divergence_distance=system_config.simulation.divergence_distance_m)
+    return {"eval_rmse_position_m": result.metrics["rmse_position_m"],
+            "eval_rmse_orientation_deg": result.metrics["rmse_orientation_deg"],
+            "eval_status": result.status.value}
+
+
+def learning_rate(config: TrainConfig, round_index: int) -> float:
+    t = config.training
+    rounds = config.dagger.rounds
+    fraction = round_index / (rounds - 1) if rounds > 1 else 1.0
+    return t.learning_rate * (t.learning_rate_final / t.learning_rate) ** fraction
+
+
+def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
+          executor: str = "local", address: str | None = None, progress: bool = True,
+          stop_after: int | None = None) -> dict:
+    """Run (or resume) DAgger; returns the summary. ``stop_after`` ends after that many rounds
+    have completed in this call (tests)."""
+    from tqdm import tqdm
+
+    store = RunStore(out_dir)
+    resolved = {**config.to_dict(), "system": _system_config(config.system_config).to_dict()}
+    if resume:
+        stored = store.read_config()
+        if stored != json.loads(json.dumps(resolved, default=float)):
+            raise ValueError(f"{out_dir}: the stored run used another configuration; resume "
+                             "it with the same one or start a new directory")
+        done = store.completed_rounds()
+    else:
+        if store.completed_rounds() or store.has_shard(0):
+            raise FileExistsError(f"{out_dir} already holds a run; use --resume to continue it")
+        store.write_config(resolved)
+        done = []
+    system_config = _system_config(config.system_config)
+    d = config.dagger
+    torch.manual_seed(d.seed)
+    net = StudentNet(config.network)
+    optimizer = torch.optim.Adam(net.parameters(), lr=config.training.learning_rate,
+                                 weight_decay=config.training.weight_decay)
+    first = 0
+    if done:
+        last = done[-1]
+        net, data = load_checkpoint(store.checkpoint_path(last))
+        optimizer = torch.optim.Adam(net.parameters(), lr=config.training.learning_rate,
+                                     weight_decay=config.training.weight_decay)
+        optimizer.load_state_dict(data["optimizer"])
+        first = last + 1
+    if config.training.torch_threads:
+        torch.set_num_threads(config.training.torch_threads)
+    summary = [row for row in store.read_summary() if row["round"] < first]
+    pool = make_executor(executor, config.training.workers, address)
+    beta = betas(d.rounds)
+    completed_now = 0
+    try:
+        rounds_bar = tqdm(range(first, d.rounds), desc="DAgger rounds", unit="round",
+                          disable=not progress, initial=first, total=d.rounds)
+        for k in rounds_bar:
+            t_round = time.perf_counter()
+            rng = np.random.default_rng([d.seed, k])
+            if store.has_shard(k):
+                collected = None  # collected before an interruption: reuse, never twice
+            else:
+                policy = None if k == 0 else checkpoint_bytes(net)
+                tasks = []
+                for e in range(d.episodes_per_round):
+                    trajectory, orientation = _episode_plan(config, k, e, rng)
+                    disturbed = k >= d.rounds - d.disturbance_rounds
+                    tasks.append(EpisodeTask(
+                        config=resolved, system_config=config.system_config, round_index=k,
+                        episode=e, beta=float(beta[k]), trajectory=trajectory,
+                        orientation=orientation,
+                        disturbance=(d.disturbance_force, d.disturbance_torque) if disturbed
+                        else None,
+                        policy=policy, seed=int(rng.integers(2**31))))
+                collected = pool.map(collect_episode, tasks)
+                shard = {key: np.concatenate([c["arrays"][key] for c in collected])
+                         for key in collected[0]["arrays"]}
+                store.write_shard(k, shard)
+            t_collect = time.perf_counter() - t_round
+            data = store.read_shards(k)
+            if k == 0 and not done:
+                net.set_normalization(data_stats(data))
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(config, k)
+            generator = torch.Generator().manual_seed(d.seed * 1000 + k)
+            epoch_bar = tqdm(total=d.epochs, desc=f"round {k} epochs", unit="epoch",
+                             leave=False, disable=not progress)
+            loss = train_epochs(net, optimizer, data, d.epochs, config.training.batch_size,
+                                generator, epoch_bar, config.training.train_nodes)
+            epoch_bar.close()
+            t_train = time.perf_counter() - t_round - t_collect
+            row = {"round": k, "beta": float(beta[k]), "samples": int(len(data["t"])),
+                   "loss": loss, "collect_s": t_collect, "train_s": t_train,
+                   "episodes": [{k2: c[k2] for k2 in ("status", "rmse_position_m",
+                                                      "student_decisions", "wall_s")}
+                                for c in collected] if collected else "reused"}
+            if d.eval_s > 0:
+                row.update(_evaluate(net, config, system_config))
+            save_checkpoint_with_optimizer(store, k, net, optimizer, resolved)
+            summary.append(row)
+            store.write_summary(summary)
+            rounds_bar.set_postfix(loss=f"{loss:.4f}",
+                                   rmse=f"{row.get('eval_rmse_position_m', float('nan')):.3f}")
+            completed_now += 1
+            if stop_after is not None and completed_now >= stop_after:
+                break
+        rounds_bar.close()
+    finally:
+        pool.close()
+    if store.completed_rounds() and store.completed_rounds()[-1] == d.rounds - 1:
+        export_policy(net, Path(out_dir) / "policy",
+                      info={"trained_on": list(d.trajectories), "orientation": d.orientation,
+                            "rounds": d.rounds, "epochs": d.epochs,
+                            "samples": summary[-1]["samples"] if summary else 0})
+        plot_summary(summary, Path(out_dir) / "training_summary.png")
+    return {"rounds": summary}
+
+
+def save_checkpoint_with_optimizer(store: RunStore, k: int, net, optimizer, resolved) -> None:
+    atomic_write_bytes(store.checkpoint_path(k), checkpoint_bytes(
+        net, {"optimizer": optimizer.state_dict(), "round": k, "config": resolved}))
+
+
+def plot_summary(summary: list[dict], path: Path) -> None:
+    """Training loss and closed-loop evaluation RMSE per round, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rounds = [r["round"] for r in summary]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    axes[0].semilogy(rounds, [r["loss"] for r in summary], "o-")
+    axes[0].set_xlabel("DAgger round")
+    axes[0].set_ylabel("training loss (normalized)")
+    axes[0].grid(True, alpha=0.3)
+    if summary and "eval_rmse_position_m" in summary[0]:
+        axes[1].plot(rounds, [r["eval_rmse_position_m"] for r in summary], "o-", label="position")
+        axes[1].set_ylabel("student-only RMSE (m)")
+        axes[1].set_xlabel("DAgger round")
+        twin = axes[1].twinx()
+        twin.plot(rounds, [r["eval_rmse_orientation_deg"] for r in summary], "s--", color="C1",
+                  label="orientation")
+        twin.set_ylabel("orientation RMSE (deg)")
+        axes[1].grid(True, alpha=0.3)
+    fig.suptitle("student training")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+

@@ -1,0 +1,271 @@
+"""The student network: TCN encoders, dense fusion, and a physics-informed decoder.
+
+Encoder: one temporal convolutional network per input stream (``ego`` and ``load`` histories,
+sampled at the planner rate; ``ref``, the 21 horizon nodes), each a stack of dilated 1-D
+convolutions with residual connections, read out at its last (newest or farthest) step and
+projected by a dense layer; the projections are concatenated and fused into the latent vector x.
+
+Decoder, physics-informed (``pinn``): one MLP ``F(x, tau) -> [p, omega]`` with tau the node time
+over the horizon length. Velocity, acceleration and jerk are its exact first, second and third
+time derivatives, propagated forward through every layer together with the values (for
+``z = W h + b``: z^(k) = W h^(k); for ``y = tanh(z)``, with s = 1 - y^2:
+y' = s z', y'' = s z'' - 2 y s z'^2, y''' = s z''' - 6 y s z' z'' + (6 y^2 - 2) s z'^3).
+Nothing is predicted separately, so v and a are consistent with p by construction.
+
+Baseline (``mlp``): the same MLP predicting p, omega, v and a directly; its jerk is the finite
+difference of its acceleration along the nodes.
+
+Inputs and outputs are normalized with statistics stored in the module's buffers (and so in
+every checkpoint).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from cableload_sim.horizon import N_NODES, node_offsets
+from planners.student import EGO_FEATURES, LOAD_FEATURES, REF_FEATURES
+
+HORIZON_S = float(node_offsets()[-1])
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Sizes of the student network (defaults chosen by measurement, see learners/README)."""
+
+    history: int = 8
+    """Past observations per history stream (planner periods)."""
+    channels: int = 32
+    """Channels of every TCN layer."""
+    tcn_layers: int = 3
+    """Dilated convolution layers per TCN (dilations 1, 2, 4, ...)."""
+    kernel: int = 3
+    """Convolution kernel size."""
+    stream_features: int = 32
+    """Output of each stream's dense projection."""
+    latent: int = 64
+    """Size of the fused latent vector x."""
+    decoder: str = "pinn"
+    """``pinn`` (derivatives of one MLP) or ``mlp`` (the baseline)."""
+    decoder_hidden: int = 64
+    """Width of the decoder's hidden layers."""
+    decoder_layers: int = 3
+    """Hidden layers of the decoder."""
+
+    def __post_init__(self):
+        if self.decoder not in ("pinn", "mlp"):
+            raise ValueError(f"decoder: expected 'pinn' or 'mlp', got {self.decoder!r}")
+        for name in ("history", "channels", "tcn_layers", "kernel", "stream_features", "latent",
+                     "decoder_hidden", "decoder_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class TemporalBlock(nn.Module):
+    """Dilated causal 1-D convolution (kernel k: y_t = sum_m W_m x_{t - m d}, x_t = 0 before
+    the first step), tanh, residual connection; evaluated only at the output steps the next
+    layer needs.
+
+    ``gather[m]`` lists, for each output step, the row of the input holding x_{t - m d} (the
+    last row, a zero, where that step precedes the stream). One matrix product over the
+    stacked shifted inputs: on streams this short it is several times faster than a
+    convolution routine.
+    """
+
+    def __init__(self, channels_in: int, channels: int, kernel: int, gather: list[list[int]]):
+        super().__init__()
+        self.mix = nn.Linear(kernel * channels_in, channels)
+        self.skip = nn.Linear(channels_in, channels, bias=False) if channels_in != channels \
+            else None
+        for m, rows in enumerate(gather):
+            self.register_buffer(f"rows{m}", torch.tensor(rows, dtype=torch.long))
+        self.kernel = kernel
+
+    def forward(self, x):
+        """x: (batch, input rows, channels_in) -> (batch, output rows, channels)."""
+        padded = torch.cat([x, torch.zeros_like(x[:, :1])], dim=1)
+        shifted = [padded[:, getattr(self, f"rows{m}")] for m in range(self.kernel)]
+        y = torch.tanh(self.mix(torch.cat(shifted, dim=-1)))
+        here = shifted[0]
+        return y + (here if self.skip is None else self.skip(here))
+
+
+def _tcn_plan(steps: int, kernel: int, layers: int) -> list[tuple[list[int], list[int]]]:
+    """Per layer (first to last): its input steps and output steps, keeping only what the last
+    layer's single output (the final step) depends on. Dilations double: 1, 2, 4, ..."""
+    outputs = [steps - 1]
+    plan = []
+    for layer in reversed(range(layers)):
+        dilation = 2**layer
+        inputs = sorted({t - m * dilation for t in outputs for m in range(kernel)
+                         if t - m * dilation >= 0})
+        plan.append((inputs, outputs))
+        outputs = inputs
+    plan.reverse()
+    return plan
+
+
+def tcn_layers_for(steps: int, kernel: int, minimum: int) -> int:
+    """Layers needed for the receptive field 1 + (kernel - 1)(2^L - 1) to span ``steps``."""
+    layers = minimum
+    while 1 + (kernel - 1) * (2**layers - 1) < steps:
+        layers += 1
+    return layers
+
+
+class StreamEncoder(nn.Module):
+    """TCN over one stream (batch, steps, features) -> (batch, out), read at the last step."""
+
+    def __init__(self, features: int, steps: int, config: NetworkConfig):
+        super().__init__()
+        layers = tcn_layers_for(steps, config.kernel, config.tcn_layers)
+        plan = _tcn_plan(steps, config.kernel, layers)
+        blocks = []
+        channels_in = features
+        first_inputs = plan[0][0]
+        self.register_buffer("inputs", torch.tensor(first_inputs, dtype=torch.long))
+        for layer, (inputs, outputs) in enumerate(plan):
+            dilation = 2**layer
+            row_of = {t: r for r, t in enumerate(inputs)}
+            zero_row = len(inputs)
+            gather = [[row_of.get(t - m * dilation, zero_row) for t in outputs]
+                      for m in range(config.kernel)]
+            blocks.append(TemporalBlock(channels_in, config.channels, config.kernel, gather))
+            channels_in = config.channels
+        self.tcn = nn.Sequential(*blocks)
+        self.project = nn.Linear(config.channels, config.stream_features)
+
+    def forward(self, x):
+        return torch.tanh(self.project(self.tcn(x[:, self.inputs])[:, -1]))
+
+
+class StudentNet(nn.Module):
+    """Student policy network; ``forward(ego, load, ref)`` returns normalized-space-free
+    physical outputs (see ``predict``)."""
+
+    def __init__(self, config: NetworkConfig):
+        super().__init__()
+        self.config = config
+        self.ego = StreamEncoder(EGO_FEATURES, config.history, config)
+        self.load = StreamEncoder(LOAD_FEATURES, config.history, config)
+        # the reference is read from its far end back to now, so its "last step" is the present
+        self.ref = StreamEncoder(REF_FEATURES, N_NODES, config)
+        self.fuse = nn.Sequential(nn.Linear(3 * config.stream_features, config.latent), nn.Tanh(),
+                                  nn.Linear(config.latent, config.latent), nn.Tanh())
+        width = config.decoder_hidden
+        outputs = 6 if config.decoder == "pinn" else 12
+        self.first = nn.Linear(config.latent, width)
+        self.time_weight = nn.Parameter(torch.randn(width) * 0.5)
+        self.hidden = nn.ModuleList(nn.Linear(width, width) for _ in range(config.decoder_layers - 1))
+        self.out = nn.Linear(width, outputs)
+        tau = torch.tensor(node_offsets() / HORIZON_S, dtype=torch.float32)
+        self.register_buffer("tau", tau)
+        # normalization statistics (set from data by ``set_normalization``)
+        for name, size in (("ego", EGO_FEATURES), ("load", LOAD_FEATURES), ("ref", REF_FEATURES)):
+            self.register_buffer(f"{name}_mean", torch.zeros(size))
+            self.register_buffer(f"{name}_std", torch.ones(size))
+        self.register_buffer("out_mean", torch.zeros(12))  # p, w, v, a
+        self.register_buffer("out_std", torch.ones(12))
+
+    # -- normalization -----------------------------------------------------------------------
+
+    def set_normalization(self, stats: dict) -> None:
+        """Set input and output statistics from a dict of numpy arrays (see ``data_stats``)."""
+        for key, value in stats.items():
+            getattr(self, key).copy_(torch.as_tensor(value, dtype=torch.float32))
+
+    # -- encoder -----------------------------------------------------------------------------
+
+    def encode(self, ego, load, ref):
+        ego = (ego - self.ego_mean) / self.ego_std
+        load = (load - self.load_mean) / self.load_std
+        ref = (ref - self.ref_mean) / self.ref_std
+        parts = [self.ego(ego), self.load(load), self.ref(torch.flip(ref, dims=[1]))]
+        return self.fuse(torch.cat(parts, dim=-1))
+
+    # -- decoders ----------------------------------------------------------------------------
+
+    def _pinn(self, latent, tau, with_jerk: bool):
+        """Values and exact tau-derivatives (orders 0..2, and 3 with ``with_jerk``) of F at the
+        node times ``tau`` (normalized)."""
+        base = self.first(latent)[:, None, :]  # (B, 1, W)
+        z0 = base + tau[None, :, None] * self.time_weight  # (B, K, W)
+        z1 = self.time_weight.expand_as(z0)
+        y, y1, y2, y3 = _tanh_jet(z0, z1, None, None, with_jerk)
+        for layer in self.hidden:
+            weight = layer.weight.T
+            y, y1, y2, y3 = _tanh_jet(layer(y), y1 @ weight, y2 @ weight,
+                                      y3 @ weight if with_jerk else None, with_jerk)
+        w = self.out.weight.T
+        return self.out(y), y1 @ w, y2 @ w, (y3 @ w if with_jerk else None)
+
+    def forward(self, ego, load, ref):
+        """Physical outputs, each (B, 21, 3): p (relative to the own position at planning time),
+        v, a, j (world axes), w (body rates)."""
+        return self.predict(ego, load, ref)
+
+    def predict(self, ego, load, ref, nodes=None, with_jerk: bool = True):
+        """``forward`` at a subset of the nodes (indices ``nodes``, training) and optionally
+        without the jerk (which no loss uses)."""
+        latent = self.encode(ego, load, ref)
+        tau = self.tau if nodes is None else self.tau[nodes]
+        mean, std = self.out_mean, self.out_std
+        if self.config.decoder == "pinn":
+            f0, f1, f2, f3 = self._pinn(latent, tau, with_jerk)
+            scale = std[0:3]
+            out = {"p": mean[0:3] + scale * f0[..., 0:3],
+                   "v": scale * f1[..., 0:3] / HORIZON_S,
+                   "a": scale * f2[..., 0:3] / HORIZON_S**2,
+                   "w": mean[3:6] + std[3:6] * f0[..., 3:6]}
+            if with_jerk:
+                out["j"] = scale * f3[..., 0:3] / HORIZON_S**3
+            return out
+        y = torch.tanh(self.first(latent)[:, None, :] + tau[None, :, None] * self.time_weight)
+        for layer in self.hidden:
+            y = torch.tanh(layer(y))
+        raw = mean + std * self.out(y)
+        out = {"p": raw[..., 0:3], "w": raw[..., 3:6], "v": raw[..., 6:9], "a": raw[..., 9:12]}
+        if with_jerk:
+            out["j"] = _node_gradient(out["a"], tau * HORIZON_S)
+        return out
+
+
+def _tanh_jet(z0, z1, z2, z3, with_third: bool = True):
+    """tanh and its first three derivatives along t, given those of its argument (z2, z3 None:
+    zero); the third is skipped (None) without ``with_third``."""
+    y = torch.tanh(z0)
+    s = 1.0 - y * y
+    ys = y * s
+    y1 = s * z1
+    z1z1 = z1 * z1
+    y2 = -2.0 * ys * z1z1 if z2 is None else s * z2 - 2.0 * ys * z1z1
+    if not with_third:
+        return y, y1, y2, None
+    cube = (6.0 * y * y - 2.0) * s * z1z1 * z1
+    y3 = cube if z2 is None else (s * z3 if z3 is not None else 0.0) - 6.0 * ys * z1 * z2 + cube
+    return y, y1, y2, y3
+
+
+def _node_gradient(values, t):
+    """d values / dt along the nodes (dim 1), second-order on the non-uniform grid."""
+    dt_f = (t[2:] - t[1:-1])[None, :, None]
+    dt_b = (t[1:-1] - t[:-2])[None, :, None]
+    f, c, b = values[:, 2:], values[:, 1:-1], values[:, :-2]
+    inner = (f * dt_b**2 - b * dt_f**2 + c * (dt_f**2 - dt_b**2)) / (dt_b * dt_f * (dt_b + dt_f))
+    first = (values[:, 1:2] - values[:, 0:1]) / (t[1] - t[0])
+    last = (values[:, -1:] - values[:, -2:-1]) / (t[-1] - t[-2])
+    return torch.cat([first, inner, last], dim=1)
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+assert N_NODES == node_offsets().size

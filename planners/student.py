@@ -1,0 +1,218 @@
+"""The student: one decentralized planner per quadrotor, all running the same policy.
+
+Each quadrotor sees only ``LocalObservation``s (its own state and the load's pose; the type has
+no field for another quadrotor) and the load reference. ``ObservationEncoder`` turns them into
+the policy's input, the paper's equations 1-5, in the load-attached frame (origin at the load's
+position at planning time, axes of the world frame):
+
+- stream ``ego`` (history of ``history`` planner periods, oldest first): own position,
+  velocity, attitude (6D), body rates, and the quadrotor's end of its cable;
+- stream ``load`` (same history): the load's position relative to its current one (zero for the
+  newest sample: the paper's p_L in frame L), attitude (6D), and the load's end of this
+  quadrotor's cable;
+- stream ``ref`` (the 21 horizon nodes): reference position, velocity, acceleration, attitude
+  (6D) and body rates of the load.
+
+The policy is any callable ``policy(ego, load, ref) -> outputs`` on batches (leading axis
+quadrotors) returning ``p`` (position relative to the quadrotor's own position at planning time),
+``v``, ``a``, ``j`` (world axes) and ``w`` (body rates), each (batch, 21, 3): a loaded torch module
+or an onnxruntime session (``learners.export``). This module never imports the learning code.
+
+A non-finite observation gives that quadrotor a hover-hold plan (and is counted); a policy
+output that is non-finite or out of bounds gives the previous plan shifted, or a hover hold.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from cableload_sim.horizon import N_NODES, node_offsets, node_times
+from cableload_sim.params import Config, SystemParams
+from cableload_sim.rotations import quat_to_6d
+from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
+from planners.base import PlanBounds, hover_plan
+
+EGO_FEATURES = 18  # p (3), v (3), attitude 6D (6), body rates (3), cable end on the quadrotor (3)
+LOAD_FEATURES = 12  # p relative to now (3), attitude 6D (6), cable end on the load (3)
+REF_FEATURES = 18  # p (3), v (3), a (3), attitude 6D (6), body rates (3)
+
+
+@dataclass(frozen=True)
+class EncodedObservation:
+    """One quadrotor's policy input: ``ego`` (history, EGO_FEATURES), ``load`` (history,
+    LOAD_FEATURES), ``ref`` (N_NODES, REF_FEATURES); plus where the output frame is."""
+
+    ego: np.ndarray
+    load: np.ndarray
+    ref: np.ndarray
+    origin: np.ndarray  # the quadrotor's own position at planning time (world)
+    t: float
+
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.ego).all() and np.isfinite(self.load).all()
+                    and np.isfinite(self.ref).all() and np.isfinite(self.origin).all())
+
+
+def _ego_features(obs: LocalObservation, load_p: np.ndarray) -> np.ndarray:
+    return np.concatenate([obs.uav_p - load_p, obs.uav_v, quat_to_6d(obs.uav_q), obs.uav_omega,
+                           obs.cable_uav_end - load_p])
+
+
+def _load_features(obs: LocalObservation, load_p: np.ndarray) -> np.ndarray:
+    return np.concatenate([obs.load_p - load_p, quat_to_6d(obs.load_q),
+                           obs.cable_load_end - load_p])
+
+
+class ObservationEncoder:
+    """Keeps one quadrotor's observation history and encodes it with the reference."""
+
+    def __init__(self, history: int):
+        if history < 1:
+            raise ValueError(f"history: expected at least 1 past observation, got {history}")
+        self.history = history
+        self.past: deque[LocalObservation] = deque(maxlen=history)
+
+    def reset(self) -> None:
+        self.past.clear()
+
+    def push(self, obs: LocalObservation) -> None:
+        self.past.append(obs)
+
+    def encode(self, reference) -> EncodedObservation:
+        """The input for the newest observation; missing history repeats the oldest one."""
+        if not self.past:
+            raise ValueError("encode: no observation pushed yet")
+        newest = self.past[-1]
+        frames = list(self.past)
+        frames = [frames[0]] * (self.history - len(frames)) + frames
+        load_p = newest.load_p
+        ego = np.stack([_ego_features(o, load_p) for o in frames])
+        load = np.stack([_load_features(o, load_p) for o in frames])
+        ref = reference_features(reference, newest.t, load_p)
+        return EncodedObservation(ego=ego, load=load, ref=ref, origin=newest.uav_p.copy(),
+                                  t=newest.t)
+
+
+def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
+    nan = np.full
+    return EncodedObservation(ego=nan((history, EGO_FEATURES), np.nan),
+                              load=nan((history, LOAD_FEATURES), np.nan),
+                              ref=nan((N_NODES, REF_FEATURES), np.nan),
+                              origin=np.asarray(obs.uav_p, dtype=float), t=float(obs.t))
+
+
+def reference_features(reference, t: float, load_p: np.ndarray) -> np.ndarray:
+    """(N_NODES, REF_FEATURES): the load reference on the horizon from t, load-attached frame."""
+    sample = reference.sample(node_times(t))
+    return np.hstack([sample.p - load_p, sample.v, sample.a, quat_to_6d(sample.q),
+                      sample.omega])
+
+
+def trajectory_from_output(t: float, origin: np.ndarray, p, v, a, j, w) -> UavTrajectory:
+    """A policy output (relative positions) as a world-frame ``UavTrajectory``."""
+    return UavTrajectory(node_times(t), np.asarray(p) + origin, v, a, j, w)
+
+
+Policy = Callable[[np.ndarray, np.ndarray, np.ndarray], dict]
+
+
+class StudentPlanner:
+    """Decentralized planner: per quadrotor, its own encoder and the shared policy."""
+
+    name = "student"
+
+    def __init__(self, system: SystemParams, policy: Policy, history: int,
+                 bounds: PlanBounds | None = None):
+        self.system = system
+        self.policy = policy
+        self.history = history
+        self.bounds = bounds or PlanBounds()
+        self.rho = system.attachment_array()
+        self.attach = np.array([q.attachment for q in system.quadrotors])
+        self.reset()
+
+    @classmethod
+    def from_config(cls, config: Config, policy: Policy, history: int, **kwargs):
+        return cls(config.system, policy, history, **kwargs)
+
+    def reset(self) -> None:
+        self.encoders = [ObservationEncoder(self.history) for _ in range(self.system.n_uavs)]
+        self.previous: list[UavTrajectory | None] = [None] * self.system.n_uavs
+        self.infer_times: list[float] = []
+        self.bad_observations = 0
+        self.bad_outputs = 0
+
+    def report(self) -> dict:
+        times = np.array(self.infer_times) * 1e3
+        return {
+            "infer_ms_median": float(np.median(times)) if times.size else float("nan"),
+            "bad_observations": self.bad_observations,
+            "bad_outputs": self.bad_outputs,
+        }
+
+    def observe(self, state: WorldState, reference) -> list[EncodedObservation]:
+        """Each quadrotor takes in its own local observation (nothing else) and encodes it. A
+        non-finite observation stays out of the history and is encoded as unusable."""
+        encoded = []
+        for i, encoder in enumerate(self.encoders):
+            obs = state.local(i, self.rho[i], self.attach[i])
+            if obs.is_finite():
+                encoder.push(obs)
+                encoded.append(encoder.encode(reference))
+            else:
+                encoded.append(_unusable(obs, self.history))
+        return encoded
+
+    def act(self, encoded: list[EncodedObservation], positions: np.ndarray) -> list[UavTrajectory]:
+        """Plans from encoded observations; ``positions`` (n, 3) are each quadrotor's own
+        positions (only used to hold hover where an observation is unusable)."""
+        good = [i for i, e in enumerate(encoded) if e.is_finite()]
+        plans: list[UavTrajectory | None] = [None] * len(encoded)
+        if good:
+            start = time.perf_counter()
+            out = self.policy(np.stack([encoded[i].ego for i in good]),
+                              np.stack([encoded[i].load for i in good]),
+                              np.stack([encoded[i].ref for i in good]))
+            self.infer_times.append((time.perf_counter() - start) / len(good))
+            for row, i in enumerate(good):
+                e = encoded[i]
+                plan = trajectory_from_output(e.t, e.origin, *(out[k][row] for k in
+                                                                ("p", "v", "a", "j", "w")))
+                if self.bounds.violation(plan) is None:
+                    plans[i] = plan
+                else:
+                    self.bad_outputs += 1
+                    plans[i] = self._fallback(i, e.t, positions[i])
+        for i, e in enumerate(encoded):
+            if plans[i] is None:
+                self.bad_observations += 1
+                plans[i] = self._hold(i, e.t, positions[i])
+            self.previous[i] = plans[i]
+        return plans
+
+    def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
+        return self.act(self.observe(state, reference), state.uav_p)
+
+    def _fallback(self, i: int, t: float, position) -> UavTrajectory:
+        previous = self.previous[i]
+        if previous is not None:
+            shifted = previous.shifted_to(t)
+            if self.bounds.violation(shifted) is None:
+                return shifted
+        return self._hold(i, t, position)
+
+    def _hold(self, i: int, t: float, position) -> UavTrajectory:
+        position = np.asarray(position, dtype=float)
+        if not np.isfinite(position).all() and self.previous[i] is not None:
+            position = self.previous[i].p[0]
+        if not np.isfinite(position).all():
+            position = np.zeros(3)
+        return hover_plan(t, position)
+
+
+assert N_NODES == node_offsets().size

@@ -1,0 +1,155 @@
+"""The student: decentralization, exact derivatives, ONNX parity, bad input, checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from cableload_sim.simulator import Simulator
+from cableload_sim.trajectories import make_reference
+from learners.export import (
+    IncompatibleCheckpoint,
+    OnnxPolicy,
+    TorchPolicy,
+    export_policy,
+    load_checkpoint,
+    load_policy,
+    save_checkpoint,
+)
+from learners.network import HORIZON_S, NetworkConfig, StudentNet
+from planners.student import StudentPlanner
+
+
+@pytest.fixture(scope="module")
+def net():
+    torch.manual_seed(0)
+    net = StudentNet(NetworkConfig(history=4))
+    # realistic output scales so the plans are within bounds
+    stats = {"out_std": torch.tensor([0.5] * 3 + [0.2] * 3 + [0.5] * 6)}
+    net.set_normalization(stats)
+    return net.eval()
+
+
+def hover_state(config, seed=0):
+    sim = Simulator(config)
+    rng = np.random.default_rng(seed)
+    sim.advance(200)
+    return sim, rng
+
+
+def test_plan_of_one_quadrotor_ignores_every_other_quadrotor(paper_config, net):
+    """Changing every other quadrotor's state (position, velocity, attitude, rates, rotors,
+    and their cables' tensions) leaves quadrotor i's plan bit-for-bit unchanged."""
+    reference = make_reference("eight-medium")
+    sim, rng = hover_state(paper_config)
+    a = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4)
+    b = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4)
+    for step in range(5):
+        state = sim.world_state()
+        other = dataclasses.replace(
+            state, uav_p=state.uav_p.copy(), uav_v=state.uav_v.copy(), uav_q=state.uav_q.copy(),
+            uav_omega=state.uav_omega.copy(), rotor_speeds=state.rotor_speeds * 1.3,
+            cable_tension=state.cable_tension * 2.0, cable_dir=state.cable_dir[::-1].copy())
+        other.uav_p[1:] += rng.normal(size=(2, 3))
+        other.uav_v[1:] += rng.normal(size=(2, 3))
+        other.uav_omega[1:] += rng.normal(size=(2, 3))
+        other.uav_q[1:] = np.roll(other.uav_q[1:], 1, axis=1)
+        plans_a = a.plan(state, reference)
+        plans_b = b.plan(other, reference)
+        for field in ("t", "p", "v", "a", "j", "body_rates"):
+            np.testing.assert_array_equal(getattr(plans_a[0], field), getattr(plans_b[0], field))
+        assert not np.array_equal(plans_a[1].p, plans_b[1].p)  # the others did change
+        for i, plan in enumerate(plans_a):
+            sim.send_plan(i, plan)
+        sim.advance(100)
+
+
+def test_pinn_velocity_and_acceleration_are_exact_derivatives(net):
+    """The decoder's v, a, j are the time derivatives of its p, v, a (finite differences in
+    the node time, float64)."""
+    net64 = StudentNet(net.config).double()
+    net64.load_state_dict(net.state_dict())
+    rng = np.random.default_rng(1)
+    ego = torch.tensor(rng.normal(size=(3, 4, 18)))
+    load = torch.tensor(rng.normal(size=(3, 4, 12)))
+    ref = torch.tensor(rng.normal(size=(3, 21, 18)))
+    base = net64.tau.clone()
+    h = 1e-5
+    outs = []
+    for shift in (-h, 0.0, h):
+        net64.tau.copy_(base + shift / HORIZON_S)
+        outs.append(net64(ego, load, ref))
+    for value, derivative in (("p", "v"), ("v", "a"), ("a", "j")):
+        numeric = (outs[2][value] - outs[0][value]) / (2 * h)
+        scale = 1.0 + outs[1][derivative].abs().max()
+        assert (numeric - outs[1][derivative]).abs().max() < 1e-5 * scale
+
+
+def test_onnx_gives_the_torch_outputs(tmp_path, net):
+    export_policy(net, tmp_path)
+    torch_policy, history, _ = load_policy(tmp_path, "torch")
+    onnx_policy, _, _ = load_policy(tmp_path, "onnx")
+    assert isinstance(onnx_policy, OnnxPolicy) and history == 4
+    rng = np.random.default_rng(2)
+    for batch in (1, 3):
+        ego = rng.normal(size=(batch, 4, 18))
+        load = rng.normal(size=(batch, 4, 12))
+        ref = rng.normal(size=(batch, 21, 18))
+        a = torch_policy(ego, load, ref)
+        b = onnx_policy(ego, load, ref)
+        for key in ("p", "v", "a", "j", "w"):
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-4, atol=1e-5)
+
+
+def test_non_finite_observation_gives_a_hover_hold(paper_config, net):
+    reference = make_reference("eight-medium")
+    sim, _ = hover_state(paper_config)
+    planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4)
+    state = sim.world_state()
+    planner.plan(state, reference)
+    broken = dataclasses.replace(state, uav_v=state.uav_v.copy(), load_q=state.load_q * np.nan)
+    plans = planner.plan(broken, reference)
+    assert planner.report()["bad_observations"] == 3
+    for i, plan in enumerate(plans):
+        assert plan.is_finite()
+        np.testing.assert_allclose(plan.p, np.repeat(state.uav_p[i][None], 21, axis=0))
+        assert not plan.v.any() and not plan.a.any()
+    # one quadrotor's own state broken: only its plan holds
+    own = dataclasses.replace(state, uav_p=state.uav_p.copy())
+    own.uav_p[2, 0] = np.inf
+    plans = planner.plan(own, reference)
+    assert planner.report()["bad_observations"] == 4
+    assert plans[2].is_finite() and not plans[2].v.any()
+
+
+def test_incompatible_checkpoint_fails_clearly(tmp_path, net):
+    path = tmp_path / "student.pt"
+    save_checkpoint(path, net)
+    data = torch.load(path, weights_only=False)
+    data["interface"]["ego_features"] = 99
+    torch.save(data, path)
+    with pytest.raises(IncompatibleCheckpoint, match="ego_features"):
+        load_checkpoint(path)
+    data["interface"]["ego_features"] = 18
+    data["network"]["channels"] = 8
+    torch.save(data, path)
+    with pytest.raises(IncompatibleCheckpoint, match="weights do not fit"):
+        load_checkpoint(path)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_checkpoint(tmp_path / "nope.pt")
+
+
+def test_mlp_baseline_decoder_runs_and_is_not_exactly_consistent():
+    torch.manual_seed(3)
+    mlp = StudentNet(NetworkConfig(history=4, decoder="mlp")).eval()
+    out = mlp(torch.randn(2, 4, 18), torch.randn(2, 4, 12), torch.randn(2, 21, 18))
+    for key in ("p", "v", "a", "j", "w"):
+        assert out[key].shape == (2, 21, 3)
+    # its v is a separate output, not the derivative of its p
+    t = torch.tensor(np.linspace(0, 1, 21))
+    assert out["v"].abs().sum() > 0 and t.numel() == 21
+    with pytest.raises(ValueError, match="decoder"):
+        NetworkConfig(decoder="transformer")
