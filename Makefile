@@ -4,9 +4,9 @@ PYTHON_BASE ?= /usr/bin/python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-EXTRAS ?= dev,all
+EXTRAS ?= dev,all,cluster
 
-.PHONY: demo test bench lint venv clean
+.PHONY: demo test bench lint venv clean train
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON_BASE) -m venv --system-site-packages $(VENV)
@@ -19,8 +19,21 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 venv: $(VENV)/.installed
 
+DEMO ?= runs/demo
+
 demo: venv
-	$(VENV)/bin/cableload simulate --planner formation,teacher --trajectory eight-slow --duration 60
+	mkdir -p $(DEMO)
+	$(VENV)/bin/cableload simulate --planner formation,teacher,student --trajectory eight-medium \
+		--duration 60 --log $(DEMO)/eight-medium.bag --overwrite
+	$(VENV)/bin/cableload replay $(DEMO)/eight-medium-student.bag --video $(DEMO)/eight-medium-student.mp4 --speed 2
+	@echo "demo: run logs $(DEMO)/eight-medium-{formation,teacher,student}.bag, video $(DEMO)/eight-medium-student.mp4"
+
+train: venv
+	$(VENV)/bin/cableload train --config learners/configs/paper-eight-medium.toml --out runs/train-paper-eight-medium
+	rm -rf learners/policies/paper-eight-medium
+	mkdir -p learners/policies
+	cp -r runs/train-paper-eight-medium/policy learners/policies/paper-eight-medium
+	cp runs/train-paper-eight-medium/training_summary.png runs/train-paper-eight-medium/summary.json learners/policies/paper-eight-medium/
 
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider tests

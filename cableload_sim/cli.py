@@ -146,18 +146,22 @@ def run_simulation(args, planner_name: str, reference=None, record_plans: bool =
         force, torque = args.disturbance
         disturbance = WrenchDisturbance(max_force=force, max_torque=torque)
     scenario = Scenario(load_p=p0, load_q=q0, seed=args.seed, disturbance=disturbance)
-    logger = None
-    if log_path is not None:
+    def episode(logger=None):
+        return run_episode(
+            backend, planner, reference, args.duration, scenario,
+            collision_distance=config.simulation.collision_distance_m,
+            divergence_distance=config.simulation.divergence_distance_m,
+            progress=not args.json and sys.stderr.isatty(), record_plans=record_plans,
+            logger=logger,
+        )
+
+    if log_path is None:
+        result = episode()
+    else:
         from cableload_sim.runlog import RunLogWriter
 
-        logger = RunLogWriter(log_path, config)
-    result = run_episode(
-        backend, planner, reference, args.duration, scenario,
-        collision_distance=config.simulation.collision_distance_m,
-        divergence_distance=config.simulation.divergence_distance_m,
-        progress=not args.json and sys.stderr.isatty(), record_plans=record_plans,
-        logger=logger,
-    )
+        with RunLogWriter(log_path, config, overwrite=getattr(args, "overwrite", False)) as log:
+            result = episode(log)
     metrics = dict(result.metrics)
     if record_plans:
         from cableload_sim.metrics import plan_derivative_mae
@@ -172,10 +176,23 @@ def run_simulation(args, planner_name: str, reference=None, record_plans: bool =
     return metrics
 
 
+def _log_paths(log: str | None, names: list[str]) -> list:
+    """One bag per planner: the path itself for one, ``stem-planner.bag`` for several."""
+    if log is None:
+        return [None] * len(names)
+    if len(names) == 1:
+        return [log]
+    from pathlib import Path
+
+    path = Path(log)
+    return [str(path.with_name(f"{path.stem}-{name}{path.suffix or '.bag'}")) for name in names]
+
+
 def cmd_simulate(args) -> int:
     """One planner, or several side by side (``--planner formation,teacher``)."""
     names = [name.strip() for name in args.planner.split(",") if name.strip()]
-    results = [run_simulation(args, name) for name in names]
+    logs = _log_paths(args.log, names)
+    results = [run_simulation(args, name, log_path=log) for name, log in zip(names, logs)]
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else results, default=float))
     else:
@@ -188,7 +205,44 @@ def cmd_simulate(args) -> int:
         for metrics in results:
             if "message" in metrics:
                 print(f"note ({metrics['planner']}): {metrics['message']}")
+        for name, log in zip(names, logs):
+            if log is not None:
+                print(f"run log ({name}): {log}")
     return 0 if all(m["status"] == "completed" for m in results) else 1
+
+
+def cmd_replay(args) -> int:
+    from cableload_sim.replay import replay
+
+    try:
+        written = replay(args.bag, video=args.video, screenshot=args.screenshot, time=args.time,
+                         start=args.start, end=args.end, speed=args.speed,
+                         window_size=tuple(args.window_size), fps=args.fps)
+    except RuntimeError as err:
+        raise CliError(str(err)) from err
+    for path in written or []:
+        print(path)
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from cableload_sim.plots import plot_run
+
+    for path in plot_run(args.bag, args.out):
+        print(path)
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from cableload_sim.runlog import metrics_from_bag
+
+    metrics = metrics_from_bag(args.bag)
+    if args.json:
+        print(json.dumps(metrics, default=float))
+    else:
+        for key, value in metrics.items():
+            print(f"{key:24s} {_format_value(value)}")
+    return 0
 
 
 def cmd_evaluate(args) -> int:
@@ -332,7 +386,12 @@ def _add_policy(p: argparse.ArgumentParser) -> None:
                    help="student policy directory (default: the shipped one)")
     p.add_argument("--runtime", choices=["torch", "onnx"], default="torch",
                    help="student inference runtime")
-    p.add_argument("--log", default=None, help=argparse.SUPPRESS)
+
+
+def _add_log(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log", default=None, metavar="RUN.bag",
+                   help="write a ROS1 bag of the run (one per planner with several)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --log file")
 
 
 def _disturbance(text: str):
@@ -360,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="formation, formation-tilt, teacher or student; several, "
                         "comma-separated, side by side")
     _add_policy(p)
+    _add_log(p)
     p.add_argument("--duration", type=float, default=60.0, help="seconds of simulated flight")
     p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE",
                    help="random wrench on the load: largest force (N) and torque (N m)")
@@ -386,6 +446,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("replay", help="replay a run log with pyvista")
+    p.add_argument("bag")
+    p.add_argument("--video", default=None, metavar="OUT.mp4", help="write a video off-screen")
+    p.add_argument("--screenshot", default=None, metavar="OUT.png", help="one frame off-screen")
+    p.add_argument("--time", type=float, default=None, help="screenshot time (s)")
+    p.add_argument("--start", type=float, default=None, help="replay from (s)")
+    p.add_argument("--end", type=float, default=None, help="replay until (s)")
+    p.add_argument("--speed", type=float, default=1.0, help="replay speed factor")
+    p.add_argument("--fps", type=float, default=25.0, help="video frames per second")
+    p.add_argument("--window-size", type=int, nargs=2, default=[1280, 720], metavar=("W", "H"))
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("plot", help="PNG plots of a run log")
+    p.add_argument("bag")
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("metrics", help="metrics of a run log")
+    p.add_argument("bag")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("bench", help="measure speed")
     p.add_argument("what", choices=["sim", "teacher"],

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
 from learners.config import TrainConfig
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
@@ -251,15 +252,28 @@ def data_stats(data: dict) -> dict:
     for name in ("ego", "load", "ref"):
         out[f"{name}_mean"], out[f"{name}_std"] = stats(data[name])
     out["out_mean"], out["out_std"] = stats(data["target"])
-    # v and a are derivatives of p in the PINN: only p's mean is an offset
+    # floors: an output that hardly varies (the teacher's zero yaw rate) must not weigh more
+    out["out_std"] = np.maximum(out["out_std"], OUTPUT_STD_FLOOR)
     return out
 
 
-def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    """Mean squared normalized errors of p, w, v, a (4,)."""
+OUTPUT_STD_FLOOR = np.array([0.05] * 3 + [0.05] * 3 + [0.05] * 3 + [0.1] * 3)
+"""Smallest scales of p (m), w (rad/s), v (m/s), a (m/s^2) in the loss."""
+
+
+def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor,
+               huber: bool = True) -> torch.Tensor:
+    """Mean losses of the normalized errors of p, w, v, a (4,): squared, or Huber (quadratic
+    below one standard deviation, linear above, so the rare labels of wild states do not
+    swamp the rest)."""
     prediction = torch.cat([out["p"], out["w"], out["v"], out["a"]], dim=-1)
     error = (prediction - target) / std
-    return torch.stack([(error[..., 3 * k : 3 * k + 3] ** 2).mean() for k in range(4)])
+    if huber:
+        loss = 2.0 * nn.functional.huber_loss(error, torch.zeros_like(error), reduction="none",
+                                              delta=1.0)
+    else:
+        loss = error**2
+    return torch.stack([loss[..., 3 * k : 3 * k + 3].mean() for k in range(4)])
 
 
 def train_epochs(net: StudentNet, optimizer, data: dict, epochs: int, batch_size: int,

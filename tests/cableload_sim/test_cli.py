@@ -104,3 +104,22 @@ def test_side_by_side_and_bench_teacher(capsys):
                                    "--json"])
     assert code == 0 and data["3"]["solver_failures"] == 0 and data["3"]["plans"] == 20
     assert main(["bench", "teacher", "--uavs", "1,x"]) == 2
+
+
+def test_log_replay_plot_and_metrics_from_the_command_line(capsys, tmp_path):
+    bag = tmp_path / "run.bag"
+    code, live = run_json(capsys, ["simulate", "--duration", "3", "--json", "--log", str(bag)])
+    assert code == 0 and bag.is_file()
+    code, logged = run_json(capsys, ["metrics", str(bag), "--json"])
+    assert code == 0
+    for key in ("rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m",
+                "max_thrust_ratio"):
+        assert logged[key] == pytest.approx(live[key], rel=1e-9)
+    assert main(["plot", str(bag), "--out", str(tmp_path / "plots")]) == 0
+    assert (tmp_path / "plots" / "top_view.png").stat().st_size > 5000
+    assert main(["replay", str(bag), "--screenshot", str(tmp_path / "shot.png"), "--time",
+                 "1.5", "--window-size", "320", "240"]) == 0
+    assert (tmp_path / "shot.png").stat().st_size > 1000
+    # the same path again is refused without --overwrite
+    assert main(["simulate", "--duration", "1", "--log", str(bag)]) == 2
+    capsys.readouterr()

@@ -1,0 +1,142 @@
+"""DAgger: schedule, mixing, crash safety (kill and resume), executors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from learners.config import ConfigError, load_train_config, train_config_from_dict
+from learners.dagger import EpisodeTask, RayExecutor, betas, collect_episode, train
+from learners.store import RunStore
+
+TINY = {
+    "network": {"history": 4, "channels": 8, "stream_features": 8, "latent": 16,
+                "decoder_hidden": 16, "decoder_layers": 2},
+    "dagger": {"rounds": 3, "epochs": 2, "episodes_per_round": 1, "episode_s": 2.0,
+               "disturbance_rounds": 1, "eval_s": 0.0, "seed": 5},
+    "training": {"batch_size": 64, "workers": 1},
+}
+
+
+def write_tiny(tmp_path: Path) -> Path:
+    lines = []
+    for table, values in TINY.items():
+        lines.append(f"[{table}]")
+        for key, value in values.items():
+            lines.append(f"{key} = {json.dumps(value)}")
+    path = tmp_path / "tiny.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_beta_rises_linearly_from_teacher_to_student():
+    b = betas(20)
+    assert b[0] == 0.0 and b[-1] == 1.0
+    np.testing.assert_allclose(np.diff(b), 1.0 / 19.0)
+
+
+def test_train_config_errors_are_clear(tmp_path):
+    with pytest.raises(ConfigError, match=r"dagger.rounds: expected at least 1, got 0"):
+        train_config_from_dict({"dagger": {"rounds": 0}})
+    with pytest.raises(ConfigError, match=r"unknown key 'epoch'"):
+        train_config_from_dict({"dagger": {"epoch": 3}})
+    with pytest.raises(ConfigError, match=r"network.channels: expected int, got 'wide'"):
+        train_config_from_dict({"network": {"channels": "wide"}})
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_train_config(tmp_path / "none.toml")
+
+
+def run_cli_train(config: Path, out: Path, resume=False):
+    cmd = [sys.executable, "-m", "cableload_sim.cli", "train", "--config", str(config), "--out",
+           str(out), "--json"] + (["--resume"] if resume else [])
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def test_killed_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
+    """A run killed after its first round resumes from the checkpoint and ends with exactly
+    the same data, checkpoints and summary as a run never interrupted (same seeds)."""
+    config = write_tiny(tmp_path)
+    whole = tmp_path / "whole"
+    proc = run_cli_train(config, whole)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    interrupted = tmp_path / "interrupted"
+    proc = run_cli_train(config, interrupted)
+    store = RunStore(interrupted)
+    deadline = time.time() + 300
+    while time.time() < deadline and not store.completed_rounds():
+        time.sleep(0.02)
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = store.completed_rounds()
+    assert 1 <= len(done) < 3, done  # killed midway
+    with pytest.raises(FileExistsError):
+        train(load_train_config(config), interrupted, progress=False)
+    proc = run_cli_train(config, interrupted, resume=True)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    a, b = RunStore(whole), RunStore(interrupted)
+    assert a.completed_rounds() == b.completed_rounds() == [0, 1, 2]
+    for k in range(3):
+        with np.load(a.shard_path(k)) as x, np.load(b.shard_path(k)) as y:
+            for name in x.files:
+                np.testing.assert_array_equal(x[name], y[name])
+    rounds = [row["round"] for row in b.read_summary()]
+    assert rounds == [0, 1, 2]
+    loss_a = [row["loss"] for row in a.read_summary()]
+    loss_b = [row["loss"] for row in b.read_summary()]
+    np.testing.assert_allclose(loss_a, loss_b, rtol=1e-6)
+    assert (interrupted / "policy" / "student.onnx").is_file()
+    assert (interrupted / "training_summary.png").stat().st_size > 10_000
+    # a resumed run refuses another configuration
+    other = tmp_path / "other.toml"
+    other.write_text(config.read_text().replace("epochs = 2", "epochs = 3"))
+    with pytest.raises(ValueError, match="another configuration"):
+        train(load_train_config(other), interrupted, resume=True, progress=False)
+
+
+def tiny_task(beta=0.0, policy=None, seed=1):
+    config = train_config_from_dict(TINY)
+    resolved = config.to_dict()
+    return EpisodeTask(config=resolved, system_config="paper", round_index=0, episode=0,
+                       beta=beta, trajectory="eight-medium", orientation="constant",
+                       disturbance=None, policy=policy, seed=seed)
+
+
+def test_collected_samples_label_every_quadrotor_every_decision():
+    result = collect_episode(tiny_task())
+    arrays = result["arrays"]
+    assert result["status"] == "completed" and result["student_decisions"] == 0
+    n = len(arrays["t"])
+    assert n == 3 * 20  # 2 s at 10 Hz, three quadrotors
+    assert arrays["target"].shape == (n, 21, 12)
+    assert arrays["ego"].shape == (n, 4, 18) and arrays["ref"].shape == (n, 21, 18)
+    # targets start at the quadrotor's own position (the teacher's plans are continuous)
+    assert np.abs(arrays["target"][:, 0, 0:3]).max() < 0.05
+    again = collect_episode(tiny_task())
+    np.testing.assert_array_equal(again["arrays"]["target"], arrays["target"])
+
+
+@pytest.mark.timeout(300)
+def test_ray_executor_runs_tasks_on_a_local_instance():
+    pytest.importorskip("ray")
+    executor = RayExecutor(num_cpus=2)
+    try:
+        assert [list(b) for b in executor.map(betas, [1, 2, 3])] == [[0.0], [0.0, 1.0],
+                                                                      [0.0, 0.5, 1.0]]
+        result = executor.map(collect_episode, [tiny_task(seed=2)])[0]
+        assert result["status"] == "completed" and len(result["arrays"]["t"]) == 60
+    finally:
+        import ray
+
+        ray.shutdown()
