@@ -61,7 +61,7 @@ def main(argv=None):
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     rows = compare(args.planners.split(","), args.cases.split(","), args.duration, args.uavs)
-    header = f"| case | planner | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) | status |"
+    header = "| case | planner | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) | status |"
     print(header)
     print("|---|---|---|---|---|---|---|")
     for r in rows:

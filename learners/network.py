@@ -6,7 +6,8 @@ convolutions with residual connections, read out at its last (newest or farthest
 projected by a dense layer; the projections are concatenated and fused into the latent vector x.
 
 Decoder, physics-informed (``pinn``): one MLP ``F(x, tau) -> [p, omega]`` with tau the node time
-over the horizon length. Velocity, acceleration and jerk are its exact first, second and third
+over the horizon length; the position is ``F(tau) - F(0)``, so every plan starts exactly at the
+quadrotor's own position, as all of the teacher's do. Velocity, acceleration and jerk are its exact first, second and third
 time derivatives, propagated forward through every layer together with the values (for
 ``z = W h + b``: z^(k) = W h^(k); for ``y = tanh(z)``, with s = 1 - y^2:
 y' = s z', y'' = s z'' - 2 y s z'^2, y''' = s z''' - 6 y s z' z'' + (6 y^2 - 2) s z'^3).
@@ -216,11 +217,17 @@ class StudentNet(nn.Module):
         without the jerk (which no loss uses)."""
         latent = self.encode(ego, load, ref)
         tau = self.tau if nodes is None else self.tau[nodes]
+        # the plan starts where the quadrotor is: p(t) = F(t) - F(0), the constant shift leaving
+        # every derivative exact
+        tau = torch.cat([torch.zeros_like(tau[:1]), tau])
         mean, std = self.out_mean, self.out_std
         if self.config.decoder == "pinn":
             f0, f1, f2, f3 = self._pinn(latent, tau, with_jerk)
+            start = f0[:, :1, 0:3]
+            f0, f1, f2 = f0[:, 1:], f1[:, 1:], f2[:, 1:]
+            f3 = f3[:, 1:] if with_jerk else None
             scale = std[0:3]
-            out = {"p": mean[0:3] + scale * f0[..., 0:3],
+            out = {"p": scale * (f0[..., 0:3] - start),
                    "v": scale * f1[..., 0:3] / HORIZON_S,
                    "a": scale * f2[..., 0:3] / HORIZON_S**2,
                    "w": mean[3:6] + std[3:6] * f0[..., 3:6]}
@@ -231,9 +238,12 @@ class StudentNet(nn.Module):
         for layer in self.hidden:
             y = torch.tanh(layer(y))
         raw = mean + std * self.out(y)
-        out = {"p": raw[..., 0:3], "w": raw[..., 3:6], "v": raw[..., 6:9], "a": raw[..., 9:12]}
+        start = raw[:, :1, 0:3]
+        raw = raw[:, 1:]
+        out = {"p": raw[..., 0:3] - start, "w": raw[..., 3:6], "v": raw[..., 6:9],
+               "a": raw[..., 9:12]}
         if with_jerk:
-            out["j"] = _node_gradient(out["a"], tau * HORIZON_S)
+            out["j"] = _node_gradient(out["a"], tau[1:] * HORIZON_S)
         return out
 
 

@@ -143,7 +143,7 @@ class TeacherOCP:
         self._build()
 
     def _build(self):
-        nx, nu, N = self.nx, self.nu, self.N
+        nx, nu = self.nx, self.nu
         x = ca.SX.sym("x", nx)
         u = ca.SX.sym("u", nu)
         dt = ca.SX.sym("dt")
@@ -180,8 +180,6 @@ class TeacherOCP:
         scale_x[-1] *= np.sqrt(self.params.terminal_scale)
         R, J = cost.map(N)(X[:, 1:], ref[:, 1:])
         Ru, Ju = ucost.map(N)(U)
-        m = R.size1()
-        mu = Ru.size1()
         total = 0
         # Riccati backward sweep; stage quantities for x_1..x_N, inputs u_0..u_{N-1}
         Pk = None

@@ -125,7 +125,7 @@ def attachment_kinematics(system, x, lin_acc=None, ang_acc=None):
     second derivative."""
     out = []
     ends = []
-    for b, (o, r) in enumerate([(layout.LOAD_POS, None)] + [
+    for b, (o, _) in enumerate([(layout.LOAD_POS, None)] + [
             (layout.quad_offset(i), q.attachment) for i, q in enumerate(system.quadrotors)]):
         R = quat_to_matrix(x[o + 3 : o + 7])
         w = x[o + 10 : o + 13]

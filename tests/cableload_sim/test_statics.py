@@ -9,8 +9,8 @@ from cableload_sim.params import load_config
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.simulator import Simulator
 from cableload_sim.statics import hover_geometry, hover_state
-from planners.formation import FormationPlanner
 from cableload_sim.trajectories import make_reference
+from planners.formation import FormationPlanner
 
 
 def analytic_tensions_paper():

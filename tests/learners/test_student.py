@@ -47,7 +47,7 @@ def test_plan_of_one_quadrotor_ignores_every_other_quadrotor(paper_config, net):
     sim, rng = hover_state(paper_config)
     a = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4)
     b = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4)
-    for step in range(5):
+    for _ in range(5):
         state = sim.world_state()
         other = dataclasses.replace(
             state, uav_p=state.uav_p.copy(), uav_v=state.uav_v.copy(), uav_q=state.uav_q.copy(),
