@@ -23,10 +23,10 @@ DEMO ?= runs/demo
 
 demo: venv
 	mkdir -p $(DEMO)
-	$(VENV)/bin/cableload simulate --planner formation,teacher,student --trajectory eight-medium \
+	$(VENV)/bin/cableload simulate --planner formation,teacher --trajectory eight-medium \
 		--duration 60 --log $(DEMO)/eight-medium.bag --overwrite
-	$(VENV)/bin/cableload replay $(DEMO)/eight-medium-student.bag --video $(DEMO)/eight-medium-student.mp4 --speed 2
-	@echo "demo: run logs $(DEMO)/eight-medium-{formation,teacher,student}.bag, video $(DEMO)/eight-medium-student.mp4"
+	$(VENV)/bin/cableload replay $(DEMO)/eight-medium-teacher.bag --video $(DEMO)/eight-medium-teacher.mp4 --speed 2
+	@echo "demo: run logs $(DEMO)/eight-medium-{formation,teacher}.bag, video $(DEMO)/eight-medium-teacher.mp4"
 
 train: venv
 	$(VENV)/bin/cableload train --config learners/configs/paper-eight-medium.toml --out runs/train-paper-eight-medium
