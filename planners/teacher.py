@@ -2,9 +2,10 @@
 
 Every planner period it solves, warm-started from its previous solution, an optimal control
 problem over the paper's 21-node horizon: track the load reference (position, attitude,
-velocity, angular rate) with the cable states of ``teacher_model``, subject to tension bounds
-(taut cables), each quadrotor's thrust bounds and a minimum distance between quadrotors. The
-solution becomes one ``UavTrajectory`` per quadrotor (p, v, a, jerk, body rates, exact).
+velocity, angular rate) with the cable states of ``teacher_model``, with tension bounds (taut
+cables), each quadrotor's thrust bounds, a minimum distance between quadrotors and input bounds
+enforced as stiff penalties on their violation. The solution becomes one ``UavTrajectory`` per
+quadrotor (p, v, a, jerk, body rates, exact).
 
 Initial state: load pose and twist and the cable directions from the privileged ``WorldState``;
 cable rates, tensions and their derivatives from the previous plan at the current time (the
