@@ -244,18 +244,23 @@ def betas(rounds: int) -> np.ndarray:
 def data_stats(data: dict) -> dict:
     """Normalization statistics of inputs and outputs (numpy), from a dataset."""
 
-    def stats(x):
+    def stats(x, floor):
         flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
-        return flat.mean(axis=0), np.maximum(flat.std(axis=0), 1e-3)
+        return flat.mean(axis=0), np.maximum(flat.std(axis=0), floor)
 
     out = {}
     for name in ("ego", "load", "ref"):
-        out[f"{name}_mean"], out[f"{name}_std"] = stats(data[name])
-    out["out_mean"], out["out_std"] = stats(data["target"])
+        # an input that barely varies in the data (attitudes while level) must not be blown up:
+        # away from the data it would dominate everything
+        out[f"{name}_mean"], out[f"{name}_std"] = stats(data[name], INPUT_STD_FLOOR)
+    out["out_mean"], out["out_std"] = stats(data["target"], 1e-3)
     # floors: an output that hardly varies (the teacher's zero yaw rate) must not weigh more
     out["out_std"] = np.maximum(out["out_std"], OUTPUT_STD_FLOOR)
     return out
 
+
+INPUT_STD_FLOOR = 0.1
+"""Smallest scale of any input feature (m, m/s, rad/s or rotation-matrix entries)."""
 
 OUTPUT_STD_FLOOR = np.array([0.05] * 3 + [0.05] * 3 + [0.05] * 3 + [0.1] * 3)
 """Smallest scales of p (m), w (rad/s), v (m/s), a (m/s^2) in the loss."""
