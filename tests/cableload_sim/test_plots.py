@@ -10,6 +10,8 @@ import pytest
 pytest.importorskip("rosbags")
 pytest.importorskip("matplotlib")
 
+from conftest import fly_formation  # noqa: E402
+
 from cableload_sim.metrics import uav_distances  # noqa: E402
 from cableload_sim.plots import (  # noqa: E402
     figure_min_distance,
@@ -23,15 +25,8 @@ from cableload_sim.runlog import RunLogWriter, read_run  # noqa: E402
 
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory, paper_config):
-    from backends import make_backend
-    from backends.runner import run_episode
-    from cableload_sim.trajectories import make_reference
-    from planners import make_planner
-
     path = tmp_path_factory.mktemp("plots") / "run.bag"
-    result = run_episode(make_backend("embedded", paper_config),
-                         make_planner("formation", paper_config), make_reference("eight-slow"),
-                         3.0, logger=RunLogWriter(path, paper_config))
+    result = fly_formation(paper_config, 3.0, logger=RunLogWriter(path, paper_config))
     return path, result
 
 

@@ -8,6 +8,8 @@ import pytest
 pytest.importorskip("rosbags")
 pytest.importorskip("pyvista")
 
+from conftest import fly_formation  # noqa: E402
+
 from cableload_sim.replay import (  # noqa: E402
     LOAD_COLOR,
     SLACK_COLOR,
@@ -22,14 +24,8 @@ from cableload_sim.runlog import RunLogWriter, read_run  # noqa: E402
 
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory, paper_config):
-    from backends import make_backend
-    from backends.runner import run_episode
-    from cableload_sim.trajectories import make_reference
-    from planners import make_planner
-
     path = tmp_path_factory.mktemp("replay") / "run.bag"
-    run_episode(make_backend("embedded", paper_config), make_planner("formation", paper_config),
-                make_reference("eight-slow"), 4.0, logger=RunLogWriter(path, paper_config))
+    fly_formation(paper_config, 4.0, logger=RunLogWriter(path, paper_config))
     return path
 
 
