@@ -8,8 +8,8 @@ projected by a dense layer; the projections are concatenated and fused into the 
 Decoder, physics-informed (``pinn``): one MLP ``F(x, tau) -> [p, omega]`` with tau the node time
 over the horizon length; the position is ``F(tau) - F(0)``, so every plan starts exactly at the
 quadrotor's own position, as all of the teacher's do. Velocity, acceleration and jerk are its
-exact first, second and third time derivatives, propagated forward through every layer together with the values (for
-``z = W h + b``: z^(k) = W h^(k); for ``y = tanh(z)``, with s = 1 - y^2:
+exact first, second and third time derivatives, propagated forward through every layer
+together with the values (for ``z = W h + b``: z^(k) = W h^(k); for ``y = tanh(z)``, with s = 1 - y^2:
 y' = s z', y'' = s z'' - 2 y s z'^2, y''' = s z''' - 6 y s z' z'' + (6 y^2 - 2) s z'^3).
 Nothing is predicted separately, so v and a are consistent with p by construction.
 
