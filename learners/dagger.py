@@ -262,7 +262,7 @@ def data_stats(data: dict) -> dict:
 INPUT_STD_FLOOR = 0.1
 """Smallest scale of any input feature (m, m/s, rad/s or rotation-matrix entries)."""
 
-OUTPUT_STD_FLOOR = np.array([0.05] * 3 + [0.05] * 3 + [0.05] * 3 + [0.1] * 3)
+OUTPUT_STD_FLOOR = np.array([0.05] * 3 + [0.5] * 3 + [0.2] * 3 + [1.0] * 3)
 """Smallest scales of p (m), w (rad/s), v (m/s), a (m/s^2) in the loss."""
 
 
