@@ -99,6 +99,7 @@ def run_episode(
     if logger is not None:
         logger.start(backend.system, reference, scenario, planner.name)
     parts: list[WorldSamples] = []
+    ref_parts: list[tuple[np.ndarray, np.ndarray]] = []  # reference at the sample times
     plans: list[PlanRecord] = []
     status = EpisodeStatus.COMPLETED
     message = ""
@@ -123,13 +124,15 @@ def run_episode(
             logger.plans(state.t, trajectories)
         samples = backend.advance()
         parts.append(samples)
-        if logger is not None and len(samples):
-            ref_now = reference.sample(samples.t)
-            logger.samples(samples, ref_now.p, ref_now.q)
+        ref_now = reference.sample(samples.t) if len(samples) else None
+        if ref_now is not None:
+            ref_parts.append((ref_now.p, ref_now.q))
+            if logger is not None:
+                logger.samples(samples, ref_now.p, ref_now.q)
         state = backend.observe()
         if bar is not None:
             bar.update(1)
-        status, message = _check(samples, reference, backend, collision_distance,
+        status, message = _check(samples, ref_now, backend, collision_distance,
                                  divergence_distance)
         if status is not EpisodeStatus.COMPLETED:
             break
@@ -137,9 +140,8 @@ def run_episode(
         bar.close()
     wall = time.perf_counter() - wall0
     samples = WorldSamples.concatenate(parts, backend.system.n_uavs)
-    ref = reference.sample(samples.t) if len(samples) else None
-    ref_p = ref.p if ref is not None else np.zeros((0, 3))
-    ref_q = ref.q if ref is not None else np.zeros((0, 4))
+    ref_p = np.concatenate([p for p, _ in ref_parts]) if ref_parts else np.zeros((0, 3))
+    ref_q = np.concatenate([q for _, q in ref_parts]) if ref_parts else np.zeros((0, 4))
     metrics = episode_metrics(samples, ref_p, ref_q, backend.system)
     metrics["wall_time_s"] = wall
     metrics["real_time_factor"] = metrics["sim_time_s"] / wall if wall > 0 else float("inf")
@@ -154,7 +156,7 @@ def run_episode(
                          message or "; ".join(guard.reasons[:3]))
 
 
-def _check(samples: WorldSamples, reference, backend, collision, divergence):
+def _check(samples: WorldSamples, ref_now, backend, collision, divergence):
     if not all(np.isfinite(getattr(samples, f)).all() for f in ("load_p", "uav_p")):
         return EpisodeStatus.NON_FINITE, "state not finite"
     if len(samples) == 0:
@@ -162,7 +164,7 @@ def _check(samples: WorldSamples, reference, backend, collision, divergence):
     dist = uav_distances(samples.uav_p).min()
     if dist < collision:
         return EpisodeStatus.UAVS_TOO_CLOSE, f"quadrotors {dist:.2f} m apart (< {collision} m)"
-    error = np.linalg.norm(samples.load_p - reference.sample(samples.t).p, axis=-1).max()
+    error = np.linalg.norm(samples.load_p - ref_now.p, axis=-1).max()
     if error > divergence:
         return EpisodeStatus.DIVERGED, f"load {error:.2f} m from its reference (> {divergence} m)"
     health = backend.health()

@@ -277,5 +277,3 @@ def _node_gradient(values, t):
 def count_parameters(net: nn.Module) -> int:
     return sum(p.numel() for p in net.parameters())
 
-
-assert N_NODES == node_offsets().size

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cableload_sim.horizon import N_NODES, node_offsets, node_times
+from cableload_sim.horizon import N_NODES, node_times
 from cableload_sim.params import Config, SystemParams
 from cableload_sim.rotations import quat_to_6d
 from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
@@ -214,5 +214,3 @@ class StudentPlanner:
             position = np.zeros(3)
         return hover_plan(t, position)
 
-
-assert N_NODES == node_offsets().size
