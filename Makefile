@@ -23,13 +23,15 @@ DEMO ?= runs/demo
 
 demo: venv
 	mkdir -p $(DEMO)
-	$(VENV)/bin/cableload simulate --planner formation,teacher --trajectory eight-medium \
+	$(VENV)/bin/cableload simulate --planner formation,teacher,student --trajectory eight-medium \
 		--duration 60 --log $(DEMO)/eight-medium.bag --overwrite
-	$(VENV)/bin/cableload replay $(DEMO)/eight-medium-teacher.bag --video $(DEMO)/eight-medium-teacher.mp4 --speed 2
-	@echo "demo: run logs $(DEMO)/eight-medium-{formation,teacher}.bag, video $(DEMO)/eight-medium-teacher.mp4"
+	$(VENV)/bin/cableload replay $(DEMO)/eight-medium-student.bag --video $(DEMO)/eight-medium-student.mp4 --speed 2
+	@echo "demo: run logs $(DEMO)/eight-medium-{formation,teacher,student}.bag, video $(DEMO)/eight-medium-student.mp4"
 
 train: venv
-	$(VENV)/bin/cableload train --config learners/configs/paper-eight-medium.toml --out runs/train-paper-eight-medium
+	# an earlier run of the same config is resumed (finished: only re-exported), never overwritten
+	$(VENV)/bin/cableload train --config learners/configs/paper-eight-medium.toml --out runs/train-paper-eight-medium \
+		$(if $(wildcard runs/train-paper-eight-medium/config.json),--resume,)
 	rm -rf learners/policies/paper-eight-medium
 	mkdir -p learners/policies
 	cp -r runs/train-paper-eight-medium/policy learners/policies/paper-eight-medium

@@ -50,6 +50,11 @@ class DaggerConfig:
     (m), so no two episodes of a round are alike."""
     eval_s: float = 20.0
     """Student-only evaluation episode after each round, on the first trajectory (s); 0: none."""
+    select: str = "best"
+    """Which round's student becomes the policy: ``best`` (the original DAgger's choice: the
+    best on validation, here the evaluation episode: completed runs first, then the smallest
+    ``rmse_position_m / 1 cm + rmse_orientation_deg / 1 deg``; the last round when
+    ``eval_s`` is 0) or ``last``."""
     seed: int = 0
     """Seeds everything: episode choices, disturbances, beta draws, initialization, batches."""
 
@@ -131,6 +136,7 @@ def _validate(config: TrainConfig, source: str) -> TrainConfig:
         ("dagger.disturbance_force", d.disturbance_force, d.disturbance_force >= 0, ">= 0"),
         ("dagger.disturbance_torque", d.disturbance_torque, d.disturbance_torque >= 0, ">= 0"),
         ("dagger.eval_s", d.eval_s, d.eval_s >= 0, ">= 0"),
+        ("dagger.select", d.select, d.select in ("best", "last"), "'best' or 'last'"),
         ("dagger.start_jitter_m", d.start_jitter_m, 0 <= d.start_jitter_m <= 0.5, "in [0, 0.5]"),
         ("training.batch_size", config.training.batch_size, config.training.batch_size >= 1,
          "at least 1"),

@@ -74,7 +74,7 @@ class DaggerPlanner:
         for i, (e, label) in enumerate(zip(encoded, labels)):
             if near and e.is_finite() and label.is_finite():
                 target = np.hstack([label.p - e.origin, label.body_rates, label.v, label.a])
-                self.records.append((e.ego, e.load, e.ref, target, state.t, i))
+                self.records.append((e.ego, e.load, e.ref, e.prior, target, state.t, i))
         if self.beta > 0.0 and self.rng.random() < self.beta:
             self.student_decisions += 1
             return self.student.act(encoded, state.uav_p)
@@ -83,10 +83,10 @@ class DaggerPlanner:
     def arrays(self, episode: int) -> dict:
         if not self.records:
             raise RuntimeError("the episode recorded no sample")
-        ego, load, ref, target, t, quad = zip(*self.records)
+        ego, load, ref, prior, target, t, quad = zip(*self.records)
         return {
             "ego": np.asarray(ego, dtype=np.float32), "load": np.asarray(load, dtype=np.float32),
-            "ref": np.asarray(ref, dtype=np.float32),
+            "ref": np.asarray(ref, dtype=np.float32), "prior": np.asarray(prior, dtype=np.float32),
             "target": np.asarray(target, dtype=np.float32),
             "t": np.asarray(t), "quad": np.asarray(quad, dtype=np.int16),
             "episode": np.full(len(t), episode, dtype=np.int32),
@@ -241,8 +241,15 @@ def betas(rounds: int) -> np.ndarray:
     return np.linspace(0.0, 1.0, rounds) if rounds > 1 else np.zeros(1)
 
 
-def data_stats(data: dict) -> dict:
-    """Normalization statistics of inputs and outputs (numpy), from a dataset."""
+def prior_targets(prior: np.ndarray) -> np.ndarray:
+    """The prior laid out as the targets: p, w, v, a per node."""
+    return np.concatenate([prior[..., 0:3], prior[..., 12:15], prior[..., 3:6], prior[..., 6:9]],
+                          axis=-1)
+
+
+def data_stats(data: dict, residual: bool = True) -> dict:
+    """Normalization statistics of inputs and outputs (numpy), from a dataset; with
+    ``residual`` the outputs' are those of the teacher's plans less the prior's."""
 
     def stats(x, floor):
         flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
@@ -253,7 +260,9 @@ def data_stats(data: dict) -> dict:
         # an input that barely varies in the data (attitudes while level) must not be blown up:
         # away from the data it would dominate everything
         out[f"{name}_mean"], out[f"{name}_std"] = stats(data[name], INPUT_STD_FLOOR)
-    out["out_mean"], out["out_std"] = stats(data["target"], 1e-3)
+    out["prior_mean"], out["prior_std"] = stats(data["prior"][..., :9], INPUT_STD_FLOOR)
+    target = data["target"] - prior_targets(data["prior"]) if residual else data["target"]
+    out["out_mean"], out["out_std"] = stats(target, 1e-3)
     # floors: an output that hardly varies (the teacher's zero yaw rate) must not weigh more
     out["out_std"] = np.maximum(out["out_std"], OUTPUT_STD_FLOOR)
     return out
@@ -288,6 +297,7 @@ def train_epochs(net: StudentNet, optimizer, data: dict, epochs: int, batch_size
     ego = torch.as_tensor(data["ego"])
     load = torch.as_tensor(data["load"])
     ref = torch.as_tensor(data["ref"])
+    prior = torch.as_tensor(data["prior"])
     target = torch.as_tensor(data["target"])
     std = net.out_std
     n = len(target)
@@ -299,7 +309,8 @@ def train_epochs(net: StudentNet, optimizer, data: dict, epochs: int, batch_size
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             chosen = torch.sort(torch.randperm(target.shape[1], generator=generator)[:nodes])[0]
-            out = net.predict(ego[idx], load[idx], ref[idx], nodes=chosen, with_jerk=False)
+            out = net.predict(ego[idx], load[idx], ref[idx], prior[idx], nodes=chosen,
+                              with_jerk=False)
             loss = loss_terms(out, target[idx][:, chosen], std).sum()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -419,7 +430,7 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             t_collect = time.perf_counter() - t_round
             data = store.read_shards(k)
             if k == 0 and not done:
-                net.set_normalization(data_stats(data))
+                net.set_normalization(data_stats(data, config.network.residual))
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, k)
             generator = torch.Generator().manual_seed(d.seed * 1000 + k)
@@ -448,12 +459,30 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
     finally:
         pool.close()
     if store.completed_rounds() and store.completed_rounds()[-1] == d.rounds - 1:
+        chosen = select_round(summary, d.select)
+        if chosen != summary[-1]["round"]:
+            net, _ = load_checkpoint(store.checkpoint_path(chosen))
+        row = next(r for r in summary if r["round"] == chosen)
         export_policy(net, Path(out_dir) / "policy",
                       info={"trained_on": list(d.trajectories), "orientation": d.orientation,
-                            "rounds": d.rounds, "epochs": d.epochs,
-                            "samples": summary[-1]["samples"] if summary else 0})
-        plot_summary(summary, Path(out_dir) / "training_summary.png")
+                            "rounds": d.rounds, "epochs": d.epochs, "selected_round": chosen,
+                            "selection": d.select, "samples": row["samples"],
+                            **{k: row[k] for k in row if k.startswith("eval_")}})
+        plot_summary(summary, Path(out_dir) / "training_summary.png", chosen)
     return {"rounds": summary}
+
+
+def select_round(summary: list[dict], how: str) -> int:
+    """The round whose student becomes the policy (see ``DaggerConfig.select``)."""
+    if how == "last" or "eval_rmse_position_m" not in summary[-1]:
+        return summary[-1]["round"]
+
+    def score(row):
+        failed = row["eval_status"] != "completed"
+        error = row["eval_rmse_position_m"] / 0.01 + row["eval_rmse_orientation_deg"] / 1.0
+        return (failed, error if np.isfinite(error) else np.inf, -row["round"])
+
+    return min(summary, key=score)["round"]
 
 
 def save_checkpoint_with_optimizer(store: RunStore, k: int, net, optimizer, resolved) -> None:
@@ -461,8 +490,9 @@ def save_checkpoint_with_optimizer(store: RunStore, k: int, net, optimizer, reso
         net, {"optimizer": optimizer.state_dict(), "round": k, "config": resolved}))
 
 
-def plot_summary(summary: list[dict], path: Path) -> None:
-    """Training loss and closed-loop evaluation RMSE per round, as a PNG."""
+def plot_summary(summary: list[dict], path: Path, selected: int | None = None) -> None:
+    """Training loss and closed-loop evaluation RMSE per round, as a PNG; the round that became
+    the policy is marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -483,6 +513,12 @@ def plot_summary(summary: list[dict], path: Path) -> None:
                   label="orientation")
         twin.set_ylabel("orientation RMSE (deg)")
         axes[1].grid(True, alpha=0.3)
+        if selected is not None:
+            axes[1].axvline(selected, color="k", alpha=0.4, linestyle=":",
+                            label=f"policy (round {selected})")
+        lines = axes[1].get_legend_handles_labels()
+        extra = twin.get_legend_handles_labels()
+        axes[1].legend(lines[0] + extra[0], lines[1] + extra[1], fontsize=8, loc="upper right")
     fig.suptitle("student training")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

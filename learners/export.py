@@ -18,9 +18,9 @@ import torch
 from cableload_sim.horizon import N_NODES
 from learners.network import NetworkConfig, StudentNet
 from learners.store import atomic_write_bytes
-from planners.student import EGO_FEATURES, LOAD_FEATURES, REF_FEATURES
+from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_FEATURES, REF_FEATURES
 
-FORMAT = 1
+FORMAT = 2  # 2: the formation prior joined the inputs
 OUTPUTS = ("p", "v", "a", "j", "w")
 SHIPPED_POLICY = Path(__file__).resolve().parent / "policies" / "paper-eight-medium"
 
@@ -31,7 +31,7 @@ class IncompatibleCheckpoint(ValueError):
 
 def _interface() -> dict:
     return {"format": FORMAT, "ego_features": EGO_FEATURES, "load_features": LOAD_FEATURES,
-            "ref_features": REF_FEATURES, "nodes": N_NODES}
+            "ref_features": REF_FEATURES, "prior_features": PRIOR_FEATURES, "nodes": N_NODES}
 
 
 def checkpoint_bytes(net: StudentNet, extra: dict | None = None) -> bytes:
@@ -86,19 +86,17 @@ class TorchPolicy:
         fn = self._traced.get(batch)
         if fn is None:
             h = self.net.config.history
-            example = (torch.zeros(batch, h, EGO_FEATURES), torch.zeros(batch, h, LOAD_FEATURES),
-                       torch.zeros(batch, N_NODES, REF_FEATURES))
+            example = _example(batch, h)
             with torch.inference_mode():
                 fn = torch.jit.trace(self.net, example, strict=False, check_trace=False)
                 fn = torch.jit.freeze(fn)
             self._traced[batch] = fn
         return fn
 
-    def __call__(self, ego, load, ref) -> dict:
+    def __call__(self, ego, load, ref, prior) -> dict:
         with torch.inference_mode():
-            out = self._fn(len(ego))(torch.as_tensor(ego, dtype=torch.float32),
-                                     torch.as_tensor(load, dtype=torch.float32),
-                                     torch.as_tensor(ref, dtype=torch.float32))
+            out = self._fn(len(ego))(*(torch.as_tensor(x, dtype=torch.float32)
+                                       for x in (ego, load, ref, prior)))
         return {k: out[k].numpy().astype(np.float64) for k in OUTPUTS}
 
 
@@ -107,20 +105,25 @@ class _OnnxWrapper(torch.nn.Module):
         super().__init__()
         self.net = net
 
-    def forward(self, ego, load, ref):
-        out = self.net(ego, load, ref)
+    def forward(self, ego, load, ref, prior):
+        out = self.net(ego, load, ref, prior)
         return tuple(out[k] for k in OUTPUTS)
 
 
+INPUTS = ("ego", "load", "ref", "prior")
+
+
+def _example(batch: int, history: int) -> tuple:
+    return (torch.zeros(batch, history, EGO_FEATURES), torch.zeros(batch, history, LOAD_FEATURES),
+            torch.zeros(batch, N_NODES, REF_FEATURES), torch.zeros(batch, N_NODES, PRIOR_FEATURES))
+
+
 def export_onnx(net: StudentNet, path: Path) -> None:
-    h = net.config.history
-    example = (torch.zeros(2, h, EGO_FEATURES), torch.zeros(2, h, LOAD_FEATURES),
-               torch.zeros(2, N_NODES, REF_FEATURES))
+    example = _example(2, net.config.history)
     buffer = io.BytesIO()
     torch.onnx.export(_OnnxWrapper(net.eval()), example, buffer, dynamo=False,
-                      input_names=["ego", "load", "ref"], output_names=list(OUTPUTS),
-                      dynamic_axes={name: {0: "batch"} for name in ("ego", "load", "ref",
-                                                                   *OUTPUTS)},
+                      input_names=list(INPUTS), output_names=list(OUTPUTS),
+                      dynamic_axes={name: {0: "batch"} for name in (*INPUTS, *OUTPUTS)},
                       opset_version=17)
     atomic_write_bytes(Path(path), buffer.getvalue())
 
@@ -137,10 +140,10 @@ class OnnxPolicy:
         self.session = ort.InferenceSession(str(path), options,
                                             providers=["CPUExecutionProvider"])
 
-    def __call__(self, ego, load, ref) -> dict:
+    def __call__(self, ego, load, ref, prior) -> dict:
         out = self.session.run(list(OUTPUTS), {
-            "ego": np.asarray(ego, dtype=np.float32), "load": np.asarray(load, dtype=np.float32),
-            "ref": np.asarray(ref, dtype=np.float32)})
+            name: np.asarray(x, dtype=np.float32)
+            for name, x in zip(INPUTS, (ego, load, ref, prior))})
         return {k: v.astype(np.float64) for k, v in zip(OUTPUTS, out)}
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-SAMPLE_ARRAYS = ("ego", "load", "ref", "target", "t", "quad", "episode")
+SAMPLE_ARRAYS = ("ego", "load", "ref", "prior", "target", "t", "quad", "episode")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -44,9 +44,12 @@ def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class FormationPlanner:
     """Centralized only in name: each quadrotor's plan uses the reference alone."""
 
-    def __init__(self, system: SystemParams, tilt: bool = False):
+    def __init__(self, system: SystemParams, tilt: bool = False, converge_s: float | None = None):
+        if converge_s is not None and not (np.isfinite(converge_s) and converge_s > 0.0):
+            raise ValueError(f"converge_s: expected a positive time (s) or None, got {converge_s!r}")
         self.system = system
         self.tilt = tilt
+        self.converge_s = converge_s
         self.name = "formation-tilt" if tilt else "formation"
         geometry = hover_geometry(system)
         self.directions = geometry.directions  # load frame
@@ -85,7 +88,26 @@ class FormationPlanner:
         return p, pull
 
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
-        times = node_times(state.t)
+        if self.converge_s is None:
+            return self.slot_plans(state.t, reference)
+        return [self.anchored(plan, state.uav_p[i])
+                for i, plan in enumerate(self.slot_plans(state.t, reference))]
+
+    def anchored(self, plan: UavTrajectory, position: np.ndarray) -> UavTrajectory:
+        """The slot plan made to start at ``position`` and join the slot exponentially:
+        ``p(t) = slot(t) + (position - slot(t0)) exp(-(t - t0) / converge_s)``, derivatives
+        exact (body rates left as the slot's)."""
+        tau = self.converge_s
+        gap = np.asarray(position, dtype=float) - plan.p[0]
+        g = np.exp(-(plan.t - plan.t[0]) / tau)[:, None]
+        return UavTrajectory(plan.t, plan.p + gap * g, plan.v - gap * g / tau,
+                             plan.a + gap * g / tau**2, plan.j - gap * g / tau**3,
+                             plan.body_rates)
+
+    def slot_plans(self, t: float, reference) -> list[UavTrajectory]:
+        """Every quadrotor's slot in the formation over the horizon from ``t`` (reference
+        only: no state)."""
+        times = node_times(t)
         h = _FD_STEP
         offsets = np.array([-2.0, -1.0, 0.0, 1.0, 2.0]) * h
         stencil = (times[:, None] + offsets[None, :]).ravel()

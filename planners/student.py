@@ -11,9 +11,15 @@ position at planning time, axes of the world frame):
   newest sample: the paper's p_L in frame L), attitude (6D), and the load's end of this
   quadrotor's cable;
 - stream ``ref`` (the 21 horizon nodes): reference position, velocity, acceleration, attitude
-  (6D) and body rates of the load.
+  (6D) and body rates of the load;
+- ``prior`` (the 21 nodes): this quadrotor's plan in the formation-tilt formation
+  (``planners.formation``), which depends on the load reference and the system's design only,
+  made to start at the quadrotor's own position and join its slot within ``PRIOR_CONVERGE_S``:
+  position relative to the own position, velocity, acceleration, jerk, body rates. The network
+  may plan relative to it (``learners.network``: a residual decoder), so an untrained or
+  uncertain student degrades toward a stable, if mediocre, planner instead of anywhere.
 
-The policy is any callable ``policy(ego, load, ref) -> outputs`` on batches (leading axis
+The policy is any callable ``policy(ego, load, ref, prior) -> outputs`` on batches (leading axis
 quadrotors) returning ``p`` (position relative to the quadrotor's own position at planning time),
 ``v``, ``a``, ``j`` (world axes) and ``w`` (body rates), each (batch, 21, 3): a loaded torch module
 or an onnxruntime session (``learners.export``). This module never imports the learning code.
@@ -36,26 +42,34 @@ from cableload_sim.params import Config, SystemParams
 from cableload_sim.rotations import quat_to_6d
 from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
+from planners.formation import FormationPlanner
 
 EGO_FEATURES = 18  # p (3), v (3), attitude 6D (6), body rates (3), cable end on the quadrotor (3)
 LOAD_FEATURES = 12  # p relative to now (3), attitude 6D (6), cable end on the load (3)
 REF_FEATURES = 18  # p (3), v (3), a (3), attitude 6D (6), body rates (3)
+PRIOR_FEATURES = 15  # p relative to the own position (3), v (3), a (3), jerk (3), body rates (3)
+PRIOR_CONVERGE_S = 0.5
+"""Time constant (s) with which the prior plan joins the formation slot from where the
+quadrotor is (formation-tilt made to start there flies eight-medium at 0.018 m / 2.8 deg)."""
 
 
 @dataclass(frozen=True)
 class EncodedObservation:
     """One quadrotor's policy input: ``ego`` (history, EGO_FEATURES), ``load`` (history,
-    LOAD_FEATURES), ``ref`` (N_NODES, REF_FEATURES); plus where the output frame is."""
+    LOAD_FEATURES), ``ref`` (N_NODES, REF_FEATURES), ``prior`` (N_NODES, PRIOR_FEATURES); plus
+    where the output frame is."""
 
     ego: np.ndarray
     load: np.ndarray
     ref: np.ndarray
+    prior: np.ndarray
     origin: np.ndarray  # the quadrotor's own position at planning time (world)
     t: float
 
     def is_finite(self) -> bool:
         return bool(np.isfinite(self.ego).all() and np.isfinite(self.load).all()
-                    and np.isfinite(self.ref).all() and np.isfinite(self.origin).all())
+                    and np.isfinite(self.ref).all() and np.isfinite(self.prior).all()
+                    and np.isfinite(self.origin).all())
 
 
 def _ego_features(obs: LocalObservation, load_p: np.ndarray) -> np.ndarray:
@@ -83,8 +97,10 @@ class ObservationEncoder:
     def push(self, obs: LocalObservation) -> None:
         self.past.append(obs)
 
-    def encode(self, reference) -> EncodedObservation:
-        """The input for the newest observation; missing history repeats the oldest one."""
+    def encode(self, reference, slot: UavTrajectory, prior: FormationPlanner) -> EncodedObservation:
+        """The input for the newest observation; missing history repeats the oldest one.
+        ``slot``: this quadrotor's formation slot plan (reference only), anchored here by
+        ``prior``."""
         if not self.past:
             raise ValueError("encode: no observation pushed yet")
         newest = self.past[-1]
@@ -94,8 +110,11 @@ class ObservationEncoder:
         ego = np.stack([_ego_features(o, load_p) for o in frames])
         load = np.stack([_load_features(o, load_p) for o in frames])
         ref = reference_features(reference, newest.t, load_p)
-        return EncodedObservation(ego=ego, load=load, ref=ref, origin=newest.uav_p.copy(),
-                                  t=newest.t)
+        anchored = prior.anchored(slot, newest.uav_p)
+        prior_features = np.hstack([anchored.p - newest.uav_p, anchored.v, anchored.a,
+                                    anchored.j, anchored.body_rates])
+        return EncodedObservation(ego=ego, load=load, ref=ref, prior=prior_features,
+                                  origin=newest.uav_p.copy(), t=newest.t)
 
 
 def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
@@ -103,6 +122,7 @@ def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
     return EncodedObservation(ego=nan((history, EGO_FEATURES), np.nan),
                               load=nan((history, LOAD_FEATURES), np.nan),
                               ref=nan((N_NODES, REF_FEATURES), np.nan),
+                              prior=nan((N_NODES, PRIOR_FEATURES), np.nan),
                               origin=np.asarray(obs.uav_p, dtype=float), t=float(obs.t))
 
 
@@ -118,7 +138,7 @@ def trajectory_from_output(t: float, origin: np.ndarray, p, v, a, j, w) -> UavTr
     return UavTrajectory(node_times(t), np.asarray(p) + origin, v, a, j, w)
 
 
-Policy = Callable[[np.ndarray, np.ndarray, np.ndarray], dict]
+Policy = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict]
 
 
 class StudentPlanner:
@@ -134,6 +154,7 @@ class StudentPlanner:
         self.bounds = bounds or PlanBounds()
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
+        self.prior = FormationPlanner(system, tilt=True, converge_s=PRIOR_CONVERGE_S)
         self.reset()
 
     @classmethod
@@ -159,11 +180,14 @@ class StudentPlanner:
         """Each quadrotor takes in its own local observation (nothing else) and encodes it. A
         non-finite observation stays out of the history and is encoded as unusable."""
         encoded = []
+        slots = None
         for i, encoder in enumerate(self.encoders):
             obs = state.local(i, self.rho[i], self.attach[i])
             if obs.is_finite():
                 encoder.push(obs)
-                encoded.append(encoder.encode(reference))
+                if slots is None:  # the formation over the horizon: reference only
+                    slots = self.prior.slot_plans(obs.t, reference)
+                encoded.append(encoder.encode(reference, slots[i], self.prior))
             else:
                 encoded.append(_unusable(obs, self.history))
         return encoded
@@ -177,7 +201,8 @@ class StudentPlanner:
             start = time.perf_counter()
             out = self.policy(np.stack([encoded[i].ego for i in good]),
                               np.stack([encoded[i].load for i in good]),
-                              np.stack([encoded[i].ref for i in good]))
+                              np.stack([encoded[i].ref for i in good]),
+                              np.stack([encoded[i].prior for i in good]))
             self.infer_times.append((time.perf_counter() - start) / len(good))
             for row, i in enumerate(good):
                 e = encoded[i]

@@ -140,3 +140,20 @@ def test_ray_executor_runs_tasks_on_a_local_instance():
         import ray
 
         ray.shutdown()
+
+
+def test_best_round_is_the_completed_one_with_the_smallest_error():
+    from learners.dagger import select_round
+
+    rows = [
+        {"round": 0, "eval_status": "diverged", "eval_rmse_position_m": 0.001,
+         "eval_rmse_orientation_deg": 0.1},
+        {"round": 1, "eval_status": "completed", "eval_rmse_position_m": 0.02,
+         "eval_rmse_orientation_deg": 1.5},
+        {"round": 2, "eval_status": "completed", "eval_rmse_position_m": 0.03,
+         "eval_rmse_orientation_deg": 1.0},
+        {"round": 3, "eval_status": "completed", "eval_rmse_position_m": float("nan"),
+         "eval_rmse_orientation_deg": 1.0},
+    ]
+    assert select_round(rows, "best") == 1  # 2 + 1.5 < 3 + 1
+    assert select_round(rows, "last") == 3

@@ -76,12 +76,13 @@ def test_pinn_velocity_and_acceleration_are_exact_derivatives(net):
     ego = torch.tensor(rng.normal(size=(3, 4, 18)))
     load = torch.tensor(rng.normal(size=(3, 4, 12)))
     ref = torch.tensor(rng.normal(size=(3, 21, 18)))
+    prior = torch.zeros(3, 21, 15, dtype=torch.float64)  # the decoder's part alone
     base = net64.tau.clone()
     h = 1e-5
     outs = []
     for shift in (-h, 0.0, h):
         net64.tau.copy_(base + shift / HORIZON_S)
-        outs.append(net64(ego, load, ref))
+        outs.append(net64(ego, load, ref, prior))
     for value, derivative in (("p", "v"), ("v", "a"), ("a", "j")):
         numeric = (outs[2][value] - outs[0][value]) / (2 * h)
         scale = 1.0 + outs[1][derivative].abs().max()
@@ -98,8 +99,9 @@ def test_onnx_gives_the_torch_outputs(tmp_path, net):
         ego = rng.normal(size=(batch, 4, 18))
         load = rng.normal(size=(batch, 4, 12))
         ref = rng.normal(size=(batch, 21, 18))
-        a = torch_policy(ego, load, ref)
-        b = onnx_policy(ego, load, ref)
+        prior = rng.normal(size=(batch, 21, 15))
+        a = torch_policy(ego, load, ref, prior)
+        b = onnx_policy(ego, load, ref, prior)
         for key in ("p", "v", "a", "j", "w"):
             np.testing.assert_allclose(a[key], b[key], rtol=1e-4, atol=1e-5)
 
@@ -145,7 +147,8 @@ def test_incompatible_checkpoint_fails_clearly(tmp_path, net):
 def test_mlp_baseline_decoder_runs_and_is_not_exactly_consistent():
     torch.manual_seed(3)
     mlp = StudentNet(NetworkConfig(history=4, decoder="mlp")).eval()
-    out = mlp(torch.randn(2, 4, 18), torch.randn(2, 4, 12), torch.randn(2, 21, 18))
+    out = mlp(torch.randn(2, 4, 18), torch.randn(2, 4, 12), torch.randn(2, 21, 18),
+              torch.randn(2, 21, 15))
     for key in ("p", "v", "a", "j", "w"):
         assert out[key].shape == (2, 21, 3)
     # its v is a separate output, not the derivative of its p

@@ -1,0 +1,66 @@
+"""Student inference: one plan for one quadrotor on one thread (target <= 3 ms median with
+torch, less with onnxruntime; the paper: 97 ms on a Raspberry Pi 5 CPU, 27 ms on a laptop GPU).
+
+``policy`` times the network alone (traced torch or onnxruntime, batch of one quadrotor);
+``planner`` times everything a quadrotor does per decision: encoding its observation history,
+the formation prior, the network and the bounds check. Uses the shipped policy when present,
+else an untrained network of the shipped configuration (the time does not depend on weights).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from cableload_sim.params import load_config
+from cableload_sim.simulator import Simulator
+from cableload_sim.trajectories import make_reference
+from learners.export import SHIPPED_POLICY, export_policy, load_policy
+from learners.network import NetworkConfig, StudentNet
+from planners.student import StudentPlanner
+
+
+@pytest.fixture(scope="module")
+def policy_dir(tmp_path_factory):
+    if (SHIPPED_POLICY / "student.pt").is_file():
+        return SHIPPED_POLICY
+    path = tmp_path_factory.mktemp("policy")
+    torch.manual_seed(0)
+    export_policy(StudentNet(NetworkConfig()), path)
+    return path
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_student_policy_time(benchmark, policy_dir, runtime):
+    torch.set_num_threads(1)
+    policy, history, _ = load_policy(policy_dir, runtime)
+    config = load_config(None)
+    planner = StudentPlanner.from_config(config, policy, history)
+    sim = Simulator(config)
+    sim.advance(100)
+    reference = make_reference("eight-medium")
+    encoded = planner.observe(sim.world_state(), reference)[0]
+    inputs = tuple(x[None] for x in (encoded.ego, encoded.load, encoded.ref, encoded.prior))
+    for _ in range(20):
+        policy(*inputs)
+    benchmark.pedantic(lambda: policy(*inputs), rounds=500, iterations=1)
+    out = policy(*inputs)
+    assert all(np.isfinite(out[k]).all() for k in ("p", "v", "a", "j", "w"))
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_student_planner_time_per_quadrotor(benchmark, policy_dir, runtime):
+    torch.set_num_threads(1)
+    policy, history, _ = load_policy(policy_dir, runtime)
+    config = load_config(None)
+    planner = StudentPlanner.from_config(config, policy, history)
+    sim = Simulator(config)
+    sim.advance(100)
+    reference = make_reference("eight-medium")
+    state = sim.world_state()
+    for _ in range(20):
+        planner.plan(state, reference)
+    benchmark.pedantic(lambda: planner.plan(state, reference), rounds=200, iterations=1)
+    benchmark.extra_info["quadrotors"] = config.system.n_uavs
+    benchmark.extra_info["note"] = "time is for all quadrotors; divide by 'quadrotors'"
