@@ -41,9 +41,9 @@ class DaggerConfig:
     """``alternate`` cycles through the trajectories episode by episode; ``sample`` draws them."""
     disturbance_rounds: int = 5
     """Last rounds with a random wrench on the load."""
-    disturbance_force: float = 2.0
+    disturbance_force: float = 1.0
     """Largest disturbing force (N)."""
-    disturbance_torque: float = 0.2
+    disturbance_torque: float = 0.1
     """Largest disturbing torque (N m)."""
     start_jitter_m: float = 0.15
     """Each episode starts with the load up to this far from its reference's start, per axis
@@ -63,11 +63,11 @@ class DaggerConfig:
 class TrainingConfig:
     """Optimizer and data loading."""
 
-    batch_size: int = 256
-    train_nodes: int = 7
+    batch_size: int = 512
+    train_nodes: int = 5
     """Horizon nodes (of 21, drawn at random per batch) the loss looks at in each batch: the
     expected loss is the whole trajectory's, at a third of the decoder's cost."""
-    learning_rate: float = 2e-3
+    learning_rate: float = 3e-3
     learning_rate_final: float = 3e-4
     """Learning rate reached at the last round (geometric decay over rounds)."""
     weight_decay: float = 0.0

@@ -36,18 +36,19 @@ import torch
 from torch import nn
 
 from cableload_sim.horizon import N_NODES, node_offsets
-from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_FEATURES, REF_FEATURES
+from planners.student import EGO_FEATURES, LOAD_FEATURES, REF_FEATURES
 
 HORIZON_S = float(node_offsets()[-1])
 
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Sizes of the student network (defaults chosen by measurement, see learners/README)."""
+    """Sizes of the student network (defaults: the shipped policy's, chosen by measurement,
+    see learners/README.md)."""
 
     history: int = 8
     """Past observations per history stream (planner periods)."""
-    channels: int = 32
+    channels: int = 16
     """Channels of every TCN layer."""
     tcn_layers: int = 3
     """Dilated convolution layers per TCN (dilations 1, 2, 4, ...)."""
@@ -59,7 +60,7 @@ class NetworkConfig:
     """Size of the fused latent vector x."""
     decoder: str = "pinn"
     """``pinn`` (derivatives of one MLP) or ``mlp`` (the baseline)."""
-    decoder_hidden: int = 64
+    decoder_hidden: int = 48
     """Width of the decoder's hidden layers."""
     decoder_layers: int = 3
     """Hidden layers of the decoder."""

@@ -1,0 +1,48 @@
+"""The shipped student policy: it loads, flies its training trajectory near the teacher, and the
+command line reports it (``simulate --planner student``, ``evaluate``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cableload_sim.cli import SIM_KEYS, main
+from learners.export import SHIPPED_POLICY, load_policy
+
+
+def run_json(capsys, argv):
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_shipped_policy_is_there_and_loads():
+    info = json.loads((SHIPPED_POLICY / "policy.json").read_text())
+    assert info["trained_on"] == ["eight-medium"] and info["rounds"] == 20
+    for runtime in ("torch", "onnx"):
+        policy, history, _ = load_policy(None, runtime)
+        assert history == info["network"]["history"]
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_student_flies_its_training_trajectory(capsys, runtime):
+    code, data = run_json(capsys, ["simulate", "--planner", "student", "--runtime", runtime,
+                                   "--trajectory", "eight-medium", "--duration", "12", "--json"])
+    assert code == 0
+    for key in (*SIM_KEYS, "infer_ms_median"):
+        assert key in data
+    assert data["status"] == "completed"
+    assert data["rmse_position_m"] < 0.04 and data["rmse_orientation_deg"] < 3.0
+    assert data["min_uav_distance_m"] > 0.8
+    assert 0.0 < data["infer_ms_median"] < 50.0
+
+
+def test_evaluate_reports_teacher_and_student(capsys):
+    code, data = run_json(capsys, ["evaluate", "--trajectories", "eight-medium,eight-slow",
+                                   "--duration", "4", "--json"])
+    assert code == 0
+    assert [row["name"] for row in data["trajectories"]] == ["eight-medium", "eight-slow"]
+    for row in data["trajectories"]:
+        for planner in ("teacher", "student"):
+            assert row[planner]["status"] == "completed"
+            assert 0.0 <= row[planner]["deriv_mae_mps"] < 0.05
