@@ -72,14 +72,26 @@ class EncodedObservation:
                     and np.isfinite(self.origin).all())
 
 
-def _ego_features(obs: LocalObservation, load_p: np.ndarray) -> np.ndarray:
-    return np.concatenate([obs.uav_p - load_p, obs.uav_v, quat_to_6d(obs.uav_q), obs.uav_omega,
-                           obs.cable_uav_end - load_p])
+# an observation's features with positions still in the world frame, computed once when it
+# arrives; positions (these columns) move to the load-attached frame at each decision
+_EGO_POSITIONS = (slice(0, 3), slice(15, 18))
+_LOAD_POSITIONS = (slice(0, 3), slice(9, 12))
 
 
-def _load_features(obs: LocalObservation, load_p: np.ndarray) -> np.ndarray:
-    return np.concatenate([obs.load_p - load_p, quat_to_6d(obs.load_q),
-                           obs.cable_load_end - load_p])
+def _ego_world(obs: LocalObservation) -> np.ndarray:
+    return np.concatenate([obs.uav_p, obs.uav_v, quat_to_6d(obs.uav_q), obs.uav_omega,
+                           obs.cable_uav_end])
+
+
+def _load_world(obs: LocalObservation) -> np.ndarray:
+    return np.concatenate([obs.load_p, quat_to_6d(obs.load_q), obs.cable_load_end])
+
+
+def _in_load_frame(rows: list[np.ndarray], columns, load_p: np.ndarray) -> np.ndarray:
+    out = np.stack(rows)
+    for c in columns:
+        out[:, c] -= load_p
+    return out
 
 
 class ObservationEncoder:
@@ -89,27 +101,31 @@ class ObservationEncoder:
         if history < 1:
             raise ValueError(f"history: expected at least 1 past observation, got {history}")
         self.history = history
-        self.past: deque[LocalObservation] = deque(maxlen=history)
+        self.past: deque[tuple[LocalObservation, np.ndarray, np.ndarray]] = deque(maxlen=history)
 
     def reset(self) -> None:
         self.past.clear()
 
     def push(self, obs: LocalObservation) -> None:
-        self.past.append(obs)
+        self.past.append((obs, _ego_world(obs), _load_world(obs)))
 
-    def encode(self, reference, slot: UavTrajectory, prior: FormationPlanner) -> EncodedObservation:
+    def encode(self, reference, slot: UavTrajectory, prior: FormationPlanner,
+               reference_sample=None) -> EncodedObservation:
         """The input for the newest observation; missing history repeats the oldest one.
         ``slot``: this quadrotor's formation slot plan (reference only), anchored here by
-        ``prior``."""
+        ``prior``; ``reference_sample``: the reference at the horizon nodes, when already
+        sampled."""
         if not self.past:
             raise ValueError("encode: no observation pushed yet")
-        newest = self.past[-1]
+        newest = self.past[-1][0]
         frames = list(self.past)
         frames = [frames[0]] * (self.history - len(frames)) + frames
         load_p = newest.load_p
-        ego = np.stack([_ego_features(o, load_p) for o in frames])
-        load = np.stack([_load_features(o, load_p) for o in frames])
-        ref = reference_features(reference, newest.t, load_p)
+        ego = _in_load_frame([f[1] for f in frames], _EGO_POSITIONS, load_p)
+        load = _in_load_frame([f[2] for f in frames], _LOAD_POSITIONS, load_p)
+        if reference_sample is None:
+            reference_sample = reference.sample(node_times(newest.t))
+        ref = _reference_features(reference_sample, load_p)
         anchored = prior.anchored(slot, newest.uav_p)
         prior_features = np.hstack([anchored.p - newest.uav_p, anchored.v, anchored.a,
                                     anchored.j, anchored.body_rates])
@@ -128,7 +144,10 @@ def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
 
 def reference_features(reference, t: float, load_p: np.ndarray) -> np.ndarray:
     """(N_NODES, REF_FEATURES): the load reference on the horizon from t, load-attached frame."""
-    sample = reference.sample(node_times(t))
+    return _reference_features(reference.sample(node_times(t)), load_p)
+
+
+def _reference_features(sample, load_p: np.ndarray) -> np.ndarray:
     return np.hstack([sample.p - load_p, sample.v, sample.a, quat_to_6d(sample.q),
                       sample.omega])
 
@@ -180,14 +199,17 @@ class StudentPlanner:
         """Each quadrotor takes in its own local observation (nothing else) and encodes it. A
         non-finite observation stays out of the history and is encoded as unusable."""
         encoded = []
-        slots = None
+        slots = sample = None
         for i, encoder in enumerate(self.encoders):
             obs = state.local(i, self.rho[i], self.attach[i])
             if obs.is_finite():
                 encoder.push(obs)
-                if slots is None:  # the formation over the horizon: reference only
+                if slots is None:  # the reference and formation over the horizon: the same
+                    # for every quadrotor (functions of the reference and time alone), so
+                    # computed once here
                     slots = self.prior.slot_plans(obs.t, reference)
-                encoded.append(encoder.encode(reference, slots[i], self.prior))
+                    sample = reference.sample(node_times(obs.t))
+                encoded.append(encoder.encode(reference, slots[i], self.prior, sample))
             else:
                 encoded.append(_unusable(obs, self.history))
         return encoded
