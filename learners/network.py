@@ -48,7 +48,7 @@ class NetworkConfig:
 
     history: int = 8
     """Past observations per history stream (planner periods)."""
-    channels: int = 16
+    channels: int = 32
     """Channels of every TCN layer."""
     tcn_layers: int = 3
     """Dilated convolution layers per TCN (dilations 1, 2, 4, ...)."""

@@ -14,6 +14,10 @@ rotates with the load reference (velocities and accelerations fed forward); with
 (planner ``formation-tilt``) it also leans toward the needed force, a much stronger baseline on
 constant-orientation references. Neither knows dynamics beyond statics: they are the floor
 every real planner must beat.
+
+With ``converge_s`` the plans start where each quadrotor is and join its slot exponentially
+with that time constant (``anchored``); the student plans relative to this variant of
+formation-tilt (``planners.student``).
 """
 
 from __future__ import annotations
@@ -98,6 +102,8 @@ class FormationPlanner:
         ``p(t) = slot(t) + (position - slot(t0)) exp(-(t - t0) / converge_s)``, derivatives
         exact (body rates left as the slot's)."""
         tau = self.converge_s
+        if tau is None:
+            raise ValueError("anchored: this planner was made without converge_s")
         gap = np.asarray(position, dtype=float) - plan.p[0]
         g = np.exp(-(plan.t - plan.t[0]) / tau)[:, None]
         return UavTrajectory(plan.t, plan.p + gap * g, plan.v - gap * g / tau,
