@@ -142,12 +142,8 @@ def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
                               origin=np.asarray(obs.uav_p, dtype=float), t=float(obs.t))
 
 
-def reference_features(reference, t: float, load_p: np.ndarray) -> np.ndarray:
-    """(N_NODES, REF_FEATURES): the load reference on the horizon from t, load-attached frame."""
-    return _reference_features(reference.sample(node_times(t)), load_p)
-
-
 def _reference_features(sample, load_p: np.ndarray) -> np.ndarray:
+    """(N_NODES, REF_FEATURES): the load reference sampled on the horizon, load-attached frame."""
     return np.hstack([sample.p - load_p, sample.v, sample.a, quat_to_6d(sample.q),
                       sample.omega])
 
