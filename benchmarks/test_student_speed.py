@@ -31,16 +31,21 @@ def policy_dir(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("runtime", ["torch", "onnx"])
-def test_student_policy_time(benchmark, policy_dir, runtime):
+def _planner_at_hover(policy_dir, runtime):
+    """(policy, planner, world state near hover, reference) on one torch thread."""
     torch.set_num_threads(1)
     policy, history, _ = load_policy(policy_dir, runtime)
     config = load_config(None)
     planner = StudentPlanner.from_config(config, policy, history)
     sim = Simulator(config)
     sim.advance(100)
-    reference = make_reference("eight-medium")
-    encoded = planner.observe(sim.world_state(), reference)[0]
+    return policy, planner, sim.world_state(), make_reference("eight-medium")
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_student_policy_time(benchmark, policy_dir, runtime):
+    policy, planner, state, reference = _planner_at_hover(policy_dir, runtime)
+    encoded = planner.observe(state, reference)[0]
     inputs = tuple(x[None] for x in (encoded.ego, encoded.load, encoded.ref, encoded.prior))
     for _ in range(20):
         policy(*inputs)
@@ -51,16 +56,9 @@ def test_student_policy_time(benchmark, policy_dir, runtime):
 
 @pytest.mark.parametrize("runtime", ["torch", "onnx"])
 def test_student_planner_time_per_quadrotor(benchmark, policy_dir, runtime):
-    torch.set_num_threads(1)
-    policy, history, _ = load_policy(policy_dir, runtime)
-    config = load_config(None)
-    planner = StudentPlanner.from_config(config, policy, history)
-    sim = Simulator(config)
-    sim.advance(100)
-    reference = make_reference("eight-medium")
-    state = sim.world_state()
+    _, planner, state, reference = _planner_at_hover(policy_dir, runtime)
     for _ in range(20):
         planner.plan(state, reference)
     benchmark.pedantic(lambda: planner.plan(state, reference), rounds=200, iterations=1)
-    benchmark.extra_info["quadrotors"] = config.system.n_uavs
+    benchmark.extra_info["quadrotors"] = planner.system.n_uavs
     benchmark.extra_info["note"] = "time is for all quadrotors; divide by 'quadrotors'"
