@@ -487,11 +487,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from cableload_sim.errors import CableloadError
+
     try:
         return args.func(args)
     except CliError as err:
         print(f"cableload: error: {err}", file=sys.stderr)
         return 2
+    except CableloadError as err:
+        print(f"cableload: error: {err}", file=sys.stderr)
+        return err.exit_status
     except (ValueError, FileNotFoundError, FileExistsError) as err:
         # configuration, option and file errors carry their own message
         print(f"cableload: error: {err}", file=sys.stderr)

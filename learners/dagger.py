@@ -134,16 +134,15 @@ def collect_episode(task: EpisodeTask) -> dict:
     from backends.runner import run_episode
     from cableload_sim.disturbances import WrenchDisturbance
     from cableload_sim.trajectories import make_reference
-    from learners.export import network_from_checkpoint
+    from learners.export import network_from_checkpoint, read_checkpoint
 
     torch.set_num_threads(1)
     start = time.perf_counter()
     config = _system_config(task.system_config)
     history = task.config["network"]["history"]
     if task.policy is not None:
-        data = torch.load(__import__("io").BytesIO(task.policy), map_location="cpu",
-                          weights_only=False)
-        policy = TorchPolicy(network_from_checkpoint(data, "round checkpoint"))
+        data = read_checkpoint(task.policy, f"round {task.round_index} policy")
+        policy = TorchPolicy(network_from_checkpoint(data, f"round {task.round_index} policy"))
     else:
         policy = _never_called
     student = StudentPlanner.from_config(config, policy, history)

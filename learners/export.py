@@ -4,17 +4,24 @@ A checkpoint is a state dict plus what is needed to rebuild and check the networ
 ``NetworkConfig``, the feature sizes of the observation encoding and the horizon length (never
 a pickled object). A policy directory holds ``student.pt`` (the same) and ``student.onnx`` (the
 whole network, derivatives of the decoder included, for onnxruntime).
+
+Policies and training runs are exchanged between researchers, so a checkpoint is read as data
+only (``torch.load(..., weights_only=True)``: tensors, numbers, strings, lists and dicts). A file
+that holds any other Python object is refused before anything in it runs (``UnsafeCheckpoint``);
+every checkpoint this module writes holds plain values only (``_plain``).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from cableload_sim.errors import FileContentError
 from cableload_sim.horizon import N_NODES
 from learners.network import NetworkConfig, StudentNet
 from learners.store import atomic_write_bytes
@@ -25,8 +32,16 @@ OUTPUTS = ("p", "v", "a", "j", "w")
 SHIPPED_POLICY = Path(__file__).resolve().parent / "policies" / "paper-eight-medium"
 
 
-class IncompatibleCheckpoint(ValueError):
+class IncompatibleCheckpoint(FileContentError):
     """A checkpoint that this code cannot run: other features, horizon or format."""
+
+
+class UnsafeCheckpoint(FileContentError):
+    """A checkpoint that holds Python objects other than weights: refused unread."""
+
+
+class CorruptCheckpoint(FileContentError):
+    """A file that is not a readable checkpoint (truncated, random bytes, another format)."""
 
 
 def _interface() -> dict:
@@ -34,11 +49,49 @@ def _interface() -> dict:
             "ref_features": REF_FEATURES, "prior_features": PRIOR_FEATURES, "nodes": N_NODES}
 
 
+def _plain(value):
+    """``value`` with NumPy scalars and arrays turned into Python numbers and lists, so that a
+    weights-only load accepts it; tensors and plain values pass through."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    return value
+
+
 def checkpoint_bytes(net: StudentNet, extra: dict | None = None) -> bytes:
     buffer = io.BytesIO()
     torch.save({"interface": _interface(), "network": net.config.to_dict(),
-                "state_dict": net.state_dict(), **(extra or {})}, buffer)
+                "state_dict": net.state_dict(), **_plain(extra or {})}, buffer)
     return buffer.getvalue()
+
+
+def read_checkpoint(source: bytes | Path, name: str) -> dict:
+    """The contents of a checkpoint (a file or its bytes), read as data only: nothing in it is
+    executed. ``name`` is used in error messages."""
+    try:
+        data = torch.load(io.BytesIO(source) if isinstance(source, bytes) else source,
+                          map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        if "weights only load failed" in str(err).lower():
+            reason = next((line.strip() for line in str(err).splitlines()
+                           if "unsupported global" in line.lower()), "a non-weight object")
+            raise UnsafeCheckpoint(
+                f"{name}: refused: the file holds Python objects besides weights ({reason}); "
+                "a checkpoint may hold only tensors, numbers, strings, lists and dicts, and "
+                "nothing in it was run") from None
+        raise CorruptCheckpoint(f"{name}: not a readable checkpoint ({err})") from None
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError) as err:
+        if isinstance(err, FileNotFoundError | PermissionError | IsADirectoryError):
+            raise
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise CorruptCheckpoint(f"{name}: not a readable checkpoint ({first})") from None
+    if not isinstance(data, dict):
+        raise CorruptCheckpoint(f"{name}: expected a checkpoint dict, found a "
+                                f"{type(data).__name__}")
+    return data
 
 
 def save_checkpoint(path: Path, net: StudentNet, extra: dict | None = None) -> None:
@@ -71,7 +124,7 @@ def load_checkpoint(path: Path) -> tuple[StudentNet, dict]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
-    data = torch.load(path, map_location="cpu", weights_only=False)
+    data = read_checkpoint(path, str(path))
     return network_from_checkpoint(data, str(path)), data
 
 
@@ -153,7 +206,7 @@ def export_policy(net: StudentNet, out_dir: Path, info: dict | None = None) -> N
     save_checkpoint(out_dir / "student.pt", net, {"info": info or {}})
     export_onnx(net, out_dir / "student.onnx")
     atomic_write_bytes(out_dir / "policy.json", json.dumps(
-        {"network": net.config.to_dict(), "interface": _interface(), **(info or {})},
+        {"network": net.config.to_dict(), "interface": _interface(), **_plain(info or {})},
         indent=1, default=float).encode())
 
 

@@ -1,0 +1,26 @@
+"""The project's error types: what the command line reports in one line, and with which status.
+
+A ``CableloadError`` is an expected failure with a message that names the offending value or
+file and what was expected; the command line prints it without a traceback. Anything else
+(``ValueError`` raised deep in numerical code, an ``AssertionError``) is a bug and keeps its
+traceback, so a numerical defect is never reported as the user's mistake.
+"""
+
+from __future__ import annotations
+
+
+class CableloadError(Exception):
+    """An expected run-time failure (exit status 1)."""
+
+    exit_status = 1
+
+
+class UsageError(CableloadError, ValueError):
+    """A bad option, config value or argument given by the user (exit status 2)."""
+
+    exit_status = 2
+
+
+class FileContentError(CableloadError, ValueError):
+    """A file that exists but is not what it must be: corrupted, truncated, of another format,
+    or refused because loading it could run code (exit status 1)."""
