@@ -6,18 +6,36 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 EXTRAS ?= dev,all,cluster
 
-.PHONY: demo test bench lint venv clean train
+SHELL := /bin/bash
+
+.PHONY: demo test bench lint venv clean train system-deps
+
+# Debian's ROS1 middleware, SDFormat and a C++ compiler (the ROS tests and the Gazebo world
+# check need them). Installed with apt when running as root; anyone else gets the command to run,
+# and the ROS tests skip with that reason (in CI a skipped ROS test fails).
+ROS_DEBS := ros-core python3-rospy python3-rosmaster python3-rosbag python3-roslaunch \
+	python3-genpy python3-genmsg python3-std-msgs python3-std-srvs python3-geometry-msgs \
+	python3-nav-msgs python3-rosgraph-msgs python3-visualization-msgs libsdformat-dev g++ pkg-config
+
+system-deps:
+	@if dpkg -s $(ROS_DEBS) >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(ROS_DEBS); \
+	else echo "note: ROS1 tests need: sudo apt-get install $(ROS_DEBS)"; fi
+
+# pip's only noise here is a note about this machine's local index; a failing pip stops make
+PIPQ = 2>&1 | { grep -v "is ignored" || true; }; test $${PIPESTATUS[0]} -eq 0
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON_BASE) -m venv --system-site-packages $(VENV)
-	$(PIP) install -q --upgrade pip 2>&1 | grep -v "is ignored" || true
+	$(PIP) install -q --upgrade pip $(PIPQ)
 	# the CPU build of torch first, from this machine's disk; later ranges accept it
-	$(PIP) install -q torch==2.13.0 2>&1 | grep -v "is ignored" || true
-	$(PIP) install -q -e ".[$(EXTRAS)]" 2>&1 | grep -v "is ignored" || true
+	$(PIP) install -q torch==2.13.0 $(PIPQ)
+	$(PIP) install -q -e ".[$(EXTRAS)]" $(PIPQ)
 	$(PY) -c "import cableload_sim, numba, casadi, torch"
 	touch $@
 
-venv: $(VENV)/.installed
+venv: system-deps $(VENV)/.installed
 
 DEMO ?= runs/demo
 

@@ -160,6 +160,10 @@ def _check(samples: WorldSamples, ref_now, backend, collision, divergence):
     if not all(np.isfinite(getattr(samples, f)).all() for f in ("load_p", "uav_p")):
         return EpisodeStatus.NON_FINITE, "state not finite"
     if len(samples) == 0:
+        # a period with nothing recorded: only the backend can say whether that is a failure
+        health = backend.health()
+        if not health.ok:
+            return EpisodeStatus.BACKEND_FAILED, "; ".join(health.messages)
         return EpisodeStatus.COMPLETED, ""
     dist = uav_distances(samples.uav_p).min()
     if dist < collision:
