@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import importlib
 
+from cableload_sim.errors import UsageError
+
 _REGISTRY = {
     "embedded": "backends.embedded:EmbeddedBackend",
+    "gazebo": "backends.gazebo:GazeboBackend",
 }
-
-
-def register(name: str, entry_point: str) -> None:
-    """Make ``make_backend(name)`` load ``module:Class`` on first use."""
-    _REGISTRY[name] = entry_point
 
 
 def backend_names() -> list[str]:
@@ -21,6 +19,6 @@ def backend_names() -> list[str]:
 def make_backend(name: str, *args, **kwargs):
     """Instantiate the backend registered as ``name``."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown backend {name!r}; expected one of {backend_names()}")
+        raise UsageError(f"unknown backend {name!r}; expected one of {backend_names()}")
     module, cls = _REGISTRY[name].split(":")
     return getattr(importlib.import_module(module), cls)(*args, **kwargs)

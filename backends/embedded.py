@@ -6,6 +6,7 @@ import numpy as np
 
 from backends.base import BackendHealth, Scenario
 from cableload_sim import layout
+from cableload_sim.errors import UsageError
 from cableload_sim.params import Config
 from cableload_sim.simulator import Simulator, world_state_from
 from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
@@ -15,6 +16,8 @@ class EmbeddedBackend:
     """Backend over ``cableload_sim.Simulator``; one ``advance`` is one planner period."""
 
     name = "embedded"
+    deterministic = True
+    """Same scenario, same samples, bit for bit."""
 
     def __init__(self, config: Config):
         self.config = config
@@ -24,7 +27,7 @@ class EmbeddedBackend:
         steps = 1.0 / (rate * self.sim.h)
         self.steps_per_period = round(steps)
         if abs(steps - self.steps_per_period) > 1e-6:
-            raise ValueError(
+            raise UsageError(
                 f"simulation.planner_rate_hz={rate!r} is not a whole fraction of the physics "
                 f"rate 1/{self.sim.h!r} Hz"
             )

@@ -3,8 +3,12 @@
 It knows nothing about which backend it drives. Every planner period it observes the world,
 asks the planner for one trajectory per quadrotor, passes each through the ``PlanGuard`` (no
 non-finite or out-of-bounds reference ever leaves), sends them and advances. It stops early with
-a named status when the run cannot go on, and returns the recorded time series, the reference at
-the same times, the metrics and the planner's report.
+a named status when the run cannot go on, and returns the metrics, the planner's report and,
+when asked, the recorded time series with the reference at the same times.
+
+Memory does not grow with the duration: the metrics are accumulated period by period
+(``EpisodeMetrics``) and the samples are kept only with ``keep_samples``; a logger receives
+them as they come.
 """
 
 from __future__ import annotations
@@ -18,7 +22,11 @@ from typing import Protocol
 import numpy as np
 
 from backends.base import Backend, Scenario
-from cableload_sim.metrics import episode_metrics, uav_distances
+from cableload_sim.errors import ResourceError, UsageError
+from cableload_sim.horizon import node_offsets
+from cableload_sim.metrics import EpisodeMetrics, uav_distances
+from cableload_sim.params import SimulationParams
+from cableload_sim.resources import available_memory, gigabytes
 from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
 from planners.base import PlanGuard
 
@@ -31,7 +39,7 @@ class EpisodeStatus(str, enum.Enum):
     NON_FINITE = "non_finite"  # the state stopped being finite
     UAVS_TOO_CLOSE = "uavs_too_close"  # two quadrotors under the collision distance
     BACKEND_FAILED = "backend_failed"  # the backend reported itself unhealthy
-    SAFETY_STOP = "safety_stop"  # a safety module stopped the flight
+    PLANNER_FAILED = "planner_failed"  # every plan replaced by the guard for a whole horizon
 
 
 @dataclass
@@ -57,9 +65,10 @@ class EpisodeLogger(Protocol):
 @dataclass
 class EpisodeResult:
     status: EpisodeStatus
-    samples: WorldSamples
-    ref_p: np.ndarray  # (k, 3) reference at the sample times
-    ref_q: np.ndarray  # (k, 4)
+    samples: WorldSamples | None
+    """The recorded time series, with ``keep_samples``; None otherwise."""
+    ref_p: np.ndarray | None  # (k, 3) reference at the sample times, with ``keep_samples``
+    ref_q: np.ndarray | None  # (k, 4)
     metrics: dict
     planner_report: dict
     plans: list[PlanRecord] = field(default_factory=list)
@@ -73,9 +82,10 @@ def run_episode(
     duration: float,
     scenario: Scenario | None = None,
     *,
-    collision_distance: float = 0.4,
-    divergence_distance: float = 3.0,
+    collision_distance: float = SimulationParams.collision_distance_m,
+    divergence_distance: float = SimulationParams.divergence_distance_m,
     record_plans: bool = False,
+    keep_samples: bool = False,
     progress: bool = False,
     on_period: Callable[[WorldState, list[UavTrajectory]], None] | None = None,
     logger: EpisodeLogger | None = None,
@@ -85,22 +95,30 @@ def run_episode(
     ``scenario`` defaults to the reference's start pose with seed 0. ``on_period`` is called
     with the observed state and the guarded plans every planner period (DAgger); ``logger``
     receives the plans, the samples with the reference at their times, and the final metrics
-    as they happen, so a run killed midway leaves what it had written.
+    as they happen, so a run killed midway leaves what it had written. ``keep_samples`` keeps
+    the whole time series in the result (memory grows with the duration: refused when it would
+    not fit); ``record_plans`` keeps every plan sent.
     """
+    period = backend.planner_period_s
     if not np.isfinite(duration) or duration <= 0.0:
-        raise ValueError(f"duration: expected a positive number of seconds, got {duration!r}")
+        raise UsageError(f"duration: expected a positive number of seconds, got {duration!r}")
+    if duration < period - 1e-9:
+        raise UsageError(f"duration: expected at least one planner period ({period:g} s), "
+                         f"got {duration!r} s")
     if scenario is None:
         p0, q0 = reference.start_pose()
         scenario = Scenario(load_p=p0, load_q=q0)
-    n_periods = int(np.ceil(duration / backend.planner_period_s - 1e-9))
+    n_periods = int(np.ceil(duration / period - 1e-9))
     guard = PlanGuard()
+    guard.bounds.check_reference(reference, backend.system, duration)
     planner.reset()
     state = backend.reset(scenario)
     if logger is not None:
         logger.start(backend.system, reference, scenario, planner.name)
-    parts: list[WorldSamples] = []
-    ref_parts: list[tuple[np.ndarray, np.ndarray]] = []  # reference at the sample times
+    metrics_sum = EpisodeMetrics(backend.system)
+    kept: list[tuple[WorldSamples, np.ndarray, np.ndarray]] = []
     plans: list[PlanRecord] = []
+    failing = _PlannerWatch(backend.system.n_uavs, period)
     status = EpisodeStatus.COMPLETED
     message = ""
     wall0 = time.perf_counter()
@@ -109,7 +127,8 @@ def run_episode(
         from tqdm import tqdm
 
         bar = tqdm(total=n_periods, desc=f"{planner.name}", unit="plan", leave=False)
-    for _ in range(n_periods):
+    for k in range(n_periods):
+        replaced_before = guard.replaced
         trajectories = [
             guard.check(i, traj, state)
             for i, traj in enumerate(planner.plan(state, reference))
@@ -123,10 +142,13 @@ def run_episode(
         if logger is not None:
             logger.plans(state.t, trajectories)
         samples = backend.advance()
-        parts.append(samples)
         ref_now = reference.sample(samples.t) if len(samples) else None
         if ref_now is not None:
-            ref_parts.append((ref_now.p, ref_now.q))
+            metrics_sum.update(samples, ref_now.p, ref_now.q)
+            if keep_samples:
+                if k == 0:
+                    _check_memory(len(samples), n_periods, samples, duration)
+                kept.append((samples, ref_now.p, ref_now.q))
             if logger is not None:
                 logger.samples(samples, ref_now.p, ref_now.q)
         state = backend.observe()
@@ -134,15 +156,16 @@ def run_episode(
             bar.update(1)
         status, message = _check(samples, ref_now, backend, collision_distance,
                                  divergence_distance)
+        if status is EpisodeStatus.COMPLETED and failing.update(guard.replaced - replaced_before):
+            status = EpisodeStatus.PLANNER_FAILED
+            message = (f"every plan replaced for {failing.seconds:.1f} s (first: "
+                       f"{guard.reasons[0]})")
         if status is not EpisodeStatus.COMPLETED:
             break
     if bar is not None:
         bar.close()
     wall = time.perf_counter() - wall0
-    samples = WorldSamples.concatenate(parts, backend.system.n_uavs)
-    ref_p = np.concatenate([p for p, _ in ref_parts]) if ref_parts else np.zeros((0, 3))
-    ref_q = np.concatenate([q for _, q in ref_parts]) if ref_parts else np.zeros((0, 4))
-    metrics = episode_metrics(samples, ref_p, ref_q, backend.system)
+    metrics = metrics_sum.result()
     metrics["wall_time_s"] = wall
     metrics["real_time_factor"] = metrics["sim_time_s"] / wall if wall > 0 else float("inf")
     metrics["status"] = status.value
@@ -152,8 +175,44 @@ def run_episode(
     metrics.update({k: v for k, v in planner.report().items() if np.isscalar(v)})
     if logger is not None:
         logger.finish(status.value, metrics)
-    return EpisodeResult(status, samples, ref_p, ref_q, metrics, planner.report(), plans,
+    samples_all = ref_p = ref_q = None
+    if keep_samples:
+        samples_all = WorldSamples.concatenate([s for s, _, _ in kept], backend.system.n_uavs)
+        ref_p = np.concatenate([p for _, p, _ in kept]) if kept else np.zeros((0, 3))
+        ref_q = np.concatenate([q for _, _, q in kept]) if kept else np.zeros((0, 4))
+    return EpisodeResult(status, samples_all, ref_p, ref_q, metrics, planner.report(), plans,
                          message or "; ".join(guard.reasons[:3]))
+
+
+class _PlannerWatch:
+    """Whether the guard has replaced every quadrotor's plan for a whole horizon: the last
+    flyable plan has then run out, and the planner is no longer flying anything."""
+
+    def __init__(self, n_uavs: int, period: float):
+        self.n_uavs = n_uavs
+        self.period = period
+        self.limit = int(np.ceil(node_offsets()[-1] / period - 1e-9))
+        self.periods = 0
+
+    @property
+    def seconds(self) -> float:
+        return self.periods * self.period
+
+    def update(self, replaced: int) -> bool:
+        self.periods = self.periods + 1 if replaced >= self.n_uavs else 0
+        return self.periods > self.limit
+
+
+def _check_memory(per_period: int, n_periods: int, samples: WorldSamples, duration: float):
+    """Refuse to keep the samples of an episode that would not fit in memory."""
+    per_sample = sum(getattr(samples, f)[:1].nbytes for f in WorldSamples.FIELDS) + 7 * 8
+    needed = float(per_period) * n_periods * per_sample * 2  # and the final concatenation
+    available = available_memory()
+    if available is not None and needed > available:
+        raise ResourceError(
+            f"keeping the samples of a {duration:g} s episode needs about {gigabytes(needed)} "
+            f"of memory, {gigabytes(available)} are available; fly it without keep_samples "
+            "(metrics and run logs need none)")
 
 
 def _check(samples: WorldSamples, ref_now, backend, collision, divergence):

@@ -10,6 +10,9 @@ import json
 import math
 import os
 import sys
+import warnings
+
+from cableload_sim.errors import CableloadError, UsageError
 
 # BLAS threads only contend with the simulator on a small machine; linear algebra here is tiny.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -27,8 +30,8 @@ SIM_KEYS = (
 )
 
 
-class CliError(Exception):
-    """A user error: printed without a traceback, exit status 2."""
+class CliError(UsageError):
+    """A user error on the command line: printed without a traceback, exit status 2."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,6 +79,24 @@ def load_cli_config(args):
     return load_config(args.config, uavs=args.uavs)
 
 
+def json_safe(value):
+    """``value`` with every non-finite float as None: NaN and Infinity are not JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", None) == 0:
+        return json_safe(value.item())
+    return value
+
+
+def print_json(value) -> None:
+    """One JSON document on stdout; NaN and infinities as null."""
+    print(json.dumps(json_safe(value), allow_nan=False, default=str))
+
+
 def _format_value(value) -> str:
     if isinstance(value, float):
         if math.isnan(value):
@@ -103,7 +124,7 @@ def cmd_trajectories(args) -> int:
 
     catalog = reference_catalog()
     if args.json:
-        print(json.dumps(catalog, indent=2, default=str))
+        print(json.dumps(json_safe(catalog), indent=2, default=str, allow_nan=False))
         return 0
     for entry in catalog:
         print(f"{entry['name']}: {entry['description']}")
@@ -113,88 +134,44 @@ def cmd_trajectories(args) -> int:
     return 0
 
 
-def build_planner(name: str, config, args):
-    """A planner by name; ``student`` loads its policy (``--policy``, ``--runtime``)."""
-    if name == "student":
-        from learners.export import load_policy
-        from planners.student import StudentPlanner
-
-        policy, history, _ = load_policy(getattr(args, "policy", None),
-                                         getattr(args, "runtime", "torch"))
-        return StudentPlanner.from_config(config, policy, history)
-    from planners import make_planner
-
-    return make_planner(name, config)
+def _planner_options(name: str, args) -> dict:
+    """The student's policy options from the command line; the other planners take none."""
+    if name != "student":
+        return {}
+    return {"policy": getattr(args, "policy", None), "runtime": getattr(args, "runtime", "torch")}
 
 
-def run_simulation(args, planner_name: str, reference=None, record_plans: bool = False,
-                   log_path=None) -> dict:
-    """One episode on the embedded backend; returns the metrics (and ``deriv_mae_mps`` when
-    ``record_plans``)."""
-    from backends import make_backend
-    from backends.base import Scenario
-    from backends.runner import run_episode
+def _flight(args, config, reference):
+    """What ``simulate`` and ``evaluate`` fly, from their options."""
+    from backends.session import Flight
     from cableload_sim.disturbances import WrenchDisturbance
 
-    config = load_cli_config(args)
-    reference = build_reference(args) if reference is None else reference
-    backend = make_backend("embedded", config)
-    planner = build_planner(planner_name, config, args)
-    p0, q0 = reference.start_pose()
     disturbance = None
     if args.disturbance is not None:
         force, torque = args.disturbance
         disturbance = WrenchDisturbance(max_force=force, max_torque=torque)
-    scenario = Scenario(load_p=p0, load_q=q0, seed=args.seed, disturbance=disturbance)
-    def episode(logger=None):
-        return run_episode(
-            backend, planner, reference, args.duration, scenario,
-            collision_distance=config.simulation.collision_distance_m,
-            divergence_distance=config.simulation.divergence_distance_m,
-            progress=not args.json and sys.stderr.isatty(), record_plans=record_plans,
-            logger=logger,
-        )
-
-    if log_path is None:
-        result = episode()
-    else:
-        from cableload_sim.runlog import RunLogWriter
-
-        with RunLogWriter(log_path, config, overwrite=getattr(args, "overwrite", False)) as log:
-            result = episode(log)
-    metrics = dict(result.metrics)
-    if record_plans:
-        from cableload_sim.metrics import plan_derivative_mae
-
-        maes = [plan_derivative_mae(tr.t, tr.p, tr.v) for rec in result.plans
-                for tr in rec.trajectories]
-        metrics["deriv_mae_mps"] = float(sum(maes) / len(maes)) if maes else float("nan")
-    metrics["planner"] = planner_name
-    metrics["trajectory"] = reference.name
-    if result.message:
-        metrics["message"] = result.message
-    return metrics
-
-
-def _log_paths(log: str | None, names: list[str]) -> list:
-    """One bag per planner: the path itself for one, ``stem-planner.bag`` for several."""
-    if log is None:
-        return [None] * len(names)
-    if len(names) == 1:
-        return [log]
-    from pathlib import Path
-
-    path = Path(log)
-    return [str(path.with_name(f"{path.stem}-{name}{path.suffix or '.bag'}")) for name in names]
+    backend = getattr(args, "backend", "embedded")
+    options = {"pilot_queue": args.pilot_queue} if backend == "gazebo" else {}
+    return Flight(config, reference, args.duration, seed=args.seed, disturbance=disturbance,
+                  backend=backend, backend_options=options,
+                  progress=not args.json and sys.stderr.isatty())
 
 
 def cmd_simulate(args) -> int:
-    """One planner, or several side by side (``--planner formation,teacher``)."""
-    names = [name.strip() for name in args.planner.split(",") if name.strip()]
-    logs = _log_paths(args.log, names)
-    results = [run_simulation(args, name, log_path=log) for name, log in zip(names, logs)]
+    """One planner, or several side by side (``--planner formation,teacher``). Every planner
+    is built, and every run-log path and the disk space checked, before the first flight."""
+    from backends import session
+
+    names = session.planner_names(args.planner, getattr(args, "backend", "embedded"))
+    flight = _flight(args, load_cli_config(args), build_reference(args))
+    logs = session.log_paths(args.log, names)
+    session.check_outputs(flight, logs, args.overwrite)
+    planners = {name: session.build_planner(flight, name, _planner_options(name, args))
+                for name in names if name != session.NODES}
+    results = [session.fly(flight, planners.get(name, name), log_path=log,
+                           overwrite=args.overwrite) for name, log in zip(names, logs)]
     if args.json:
-        print(json.dumps(results[0] if len(results) == 1 else results, default=float))
+        print_json(results[0] if len(results) == 1 else results)
     else:
         keys = list(SIM_KEYS)
         for metrics in results:
@@ -214,12 +191,9 @@ def cmd_simulate(args) -> int:
 def cmd_replay(args) -> int:
     from cableload_sim.replay import replay
 
-    try:
-        written = replay(args.bag, video=args.video, screenshot=args.screenshot, time=args.time,
-                         start=args.start, end=args.end, speed=args.speed,
-                         window_size=tuple(args.window_size), fps=args.fps)
-    except RuntimeError as err:
-        raise CliError(str(err)) from err
+    written = replay(args.bag, video=args.video, screenshot=args.screenshot, time=args.time,
+                     start=args.start, end=args.end, speed=args.speed,
+                     window_size=tuple(args.window_size), fps=args.fps)
     for path in written or []:
         print(path)
     return 0
@@ -236,9 +210,12 @@ def cmd_plot(args) -> int:
 def cmd_metrics(args) -> int:
     from cableload_sim.runlog import metrics_from_bag
 
-    metrics = metrics_from_bag(args.bag)
+    system = None
+    if args.config is not None or args.uavs is not None:
+        system = load_cli_config(args).system
+    metrics = metrics_from_bag(args.bag, system)
     if args.json:
-        print(json.dumps(metrics, default=float))
+        print_json(metrics)
     else:
         for key, value in metrics.items():
             print(f"{key:24s} {_format_value(value)}")
@@ -247,16 +224,28 @@ def cmd_metrics(args) -> int:
 
 def cmd_evaluate(args) -> int:
     """Teacher and student side by side on each named trajectory."""
-    rows = []
-    for name in [n.strip() for n in args.trajectories.split(",") if n.strip()]:
+    from backends import session
+
+    config = load_cli_config(args)
+    names = [name.strip() for name in args.trajectories.split(",")]
+    if not all(names):
+        raise UsageError(f"--trajectories: expected names separated by commas, e.g. "
+                         f"eight-medium,eight-slow; got {args.trajectories!r}")
+    references = []
+    for name in names:
         args.trajectory = name
-        reference = build_reference(args)
-        row = {"name": reference.name}
-        for planner in ("teacher", "student"):
-            row[planner] = run_simulation(args, planner, reference=reference, record_plans=True)
+        references.append(build_reference(args))
+    flights = [_flight(args, config, reference) for reference in references]
+    planners = {name: session.build_planner(flights[0], name, _planner_options(name, args))
+                for name in ("teacher", "student")}
+    rows = []
+    for flight in flights:
+        row = {"name": flight.reference.name}
+        for name, planner in planners.items():
+            row[name] = session.fly(flight, planner, derivative_mae=True)
         rows.append(row)
     if args.json:
-        print(json.dumps({"trajectories": rows}, default=float))
+        print_json({"trajectories": rows})
     else:
         keys = list(SIM_KEYS) + ["deriv_mae_mps"]
         for row in rows:
@@ -279,13 +268,61 @@ def cmd_train(args) -> int:
     summary = train(config, args.out, resume=args.resume, executor=args.executor,
                     address=args.address, progress=not args.json)
     if args.json:
-        print(json.dumps(summary, default=float))
+        print_json(summary)
     else:
         last = summary["rounds"][-1] if summary["rounds"] else {}
         print(f"trained {len(summary['rounds'])} rounds into {args.out}; last loss "
               f"{last.get('loss', float('nan')):.4g}, evaluation RMSE "
               f"{last.get('eval_rmse_position_m', float('nan')):.4g} m; policy in "
               f"{args.out}/policy, summary plot {args.out}/training_summary.png")
+    return 0
+
+
+def cmd_world(args) -> int:
+    from backends.world_node import WorldNode, WorldOptions
+
+    options = WorldOptions(real_time_factor=args.real_time_factor, state_rate_hz=args.state_rate,
+                           mocap_rate_hz=args.mocap_rate, pilot_queue=args.pilot_queue,
+                           start_paused=args.paused)
+    world = WorldNode(load_cli_config(args), options)
+    from backends.gazebo import master_reachable, master_uri
+
+    if not master_reachable(timeout=1.0):
+        raise CliError(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start `roscore`")
+    world.connect()
+    print(f"cableload world: {world.n} quadrotors ({', '.join(world.names)}), real-time factor "
+          f"{options.real_time_factor:g}, pilot queue {options.pilot_queue}", file=sys.stderr)
+    try:
+        world.run(duration_s=args.duration)
+    except KeyboardInterrupt:
+        pass
+    for message in [*world.messages, world.summary()]:
+        print(f"cableload world: {message}", file=sys.stderr)
+    return 0
+
+
+def cmd_node(args) -> int:
+    import time
+
+    from backends import ros1
+    from backends.planner_node import run_node
+
+    config = load_cli_config(args)
+    if args.planner == "student" and args.uav is None:
+        raise CliError("--planner student runs one quadrotor per node: give --uav I")
+    from planners import make_planner
+
+    planner = make_planner(args.planner, config, **_planner_options(args.planner, args))
+    node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue)
+    rospy = ros1.rospy()
+    try:
+        while not rospy.is_shutdown():
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.close()
+        rospy.signal_shutdown("cableload node stopped")
     return 0
 
 
@@ -299,41 +336,6 @@ def _uav_list(text: str) -> list[int]:
     return values
 
 
-def bench_teacher(uavs: list[int], duration: float, trajectory: str, config_path=None) -> dict:
-    """Per number of quadrotors: time of a full teacher plan (solve and post-processing), in
-    closed loop on the embedded simulator, warm-started as in flight."""
-    import time
-
-    import numpy as np
-
-    from backends import make_backend
-    from backends.runner import run_episode
-    from cableload_sim.params import load_config
-    from cableload_sim.trajectories import make_reference
-    from planners.teacher import TeacherPlanner
-
-    out = {}
-    for n in uavs:
-        config = load_config(config_path, uavs=n)
-        t0 = time.perf_counter()
-        planner = TeacherPlanner.from_config(config)
-        build = time.perf_counter() - t0
-        result = run_episode(make_backend("embedded", config), planner,
-                             make_reference(trajectory), duration)
-        times = np.array(planner.solve_times[1:]) * 1e3  # the cold first plan apart
-        out[str(n)] = {
-            "solve_ms_median": float(np.median(times)),
-            "solve_ms_p99": float(np.percentile(times, 99)),
-            "first_plan_ms": planner.solve_times[0] * 1e3,
-            "solver_failures": planner.failures,
-            "plans": len(planner.solve_times),
-            "build_s": build,
-            "status": result.status.value,
-            "rmse_position_m": result.metrics["rmse_position_m"],
-        }
-    return out
-
-
 def cmd_bench(args) -> int:
     if args.what == "sim":
         from cableload_sim.bench import bench_sim
@@ -344,18 +346,29 @@ def cmd_bench(args) -> int:
             config_path=args.config,
         )
     elif args.what == "teacher":
+        from backends.session import bench_teacher
+
         uavs = _uav_list(args.uavs if args.uavs is not None else "3,4,5,6")
         figures = bench_teacher(uavs, args.duration, args.trajectory, args.config)
     else:
         raise CliError(f"unknown benchmark {args.what!r}; expected: sim, teacher")
     if args.json:
-        print(json.dumps(figures))
+        print_json(figures)
     elif args.what == "teacher":
         keys = list(next(iter(figures.values())))
         print_table([(f"n={n}", row) for n, row in figures.items()], keys)
     else:
         for key, value in figures.items():
             print(f"{key:28s} {_format_value(value)}")
+    return 0
+
+
+def cmd_gazebo_world(args) -> int:
+    """An SDF world of the configured system for Gazebo classic with RotorS."""
+    from backends.gazebo_world import write_world
+
+    options = {} if args.cable_segments is None else {"cable_segments": args.cable_segments}
+    print(write_world(load_cli_config(args), args.out, overwrite=args.overwrite, **options))
     return 0
 
 
@@ -394,6 +407,13 @@ def _add_log(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --log file")
 
 
+def _add_pilot_queue(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pilot-queue", choices=["stock", "replace"], default="stock",
+                   help="the Agilicious pilot's reference queue: stock (append-only; only the "
+                        "part of each plan up to the next one is sent) or replace (a patched "
+                        "pilot that replaces its queue)")
+
+
 def _disturbance(text: str):
     try:
         force, torque = (float(v) for v in text.split(","))
@@ -414,10 +434,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_trajectories)
 
-    p = sub.add_parser("simulate", help="fly one planner on the embedded simulator")
+    p = sub.add_parser("simulate", help="fly one planner on the embedded simulator or a ROS world")
     p.add_argument("--planner", default="formation",
                    help="formation, formation-tilt, teacher or student; several, "
-                        "comma-separated, side by side")
+                        "comma-separated, side by side; `nodes` (with --backend gazebo): the "
+                        "planners run as `cableload node` processes")
+    p.add_argument("--backend", choices=["embedded", "gazebo"], default="embedded",
+                   help="embedded: the numba simulator in this process; gazebo: a ROS1 world "
+                        "(Gazebo + RotorS + Agilicious, or `cableload world`) at ROS_MASTER_URI")
+    _add_pilot_queue(p)
     _add_policy(p)
     _add_log(p)
     p.add_argument("--duration", type=float, default=60.0, help="seconds of simulated flight")
@@ -466,6 +491,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("metrics", help="metrics of a run log")
     p.add_argument("bag")
+    p.add_argument("--config", default=None,
+                   help="TOML configuration of the flight, for a bag that records none (a real "
+                        "flight's) or to override the recorded one")
+    p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (with --config)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_metrics)
 
@@ -481,26 +510,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uavs", default=None, help="number(s) of quadrotors, e.g. 3,4,5,6")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("gazebo-world", help="write an SDF world of the system for Gazebo + RotorS")
+    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
+    p.add_argument("-o", "--out", required=True, metavar="WORLD.world", help="world file to write")
+    p.add_argument("--cable-segments", type=int, default=None, metavar="K",
+                   help="rigid links per cable (default: 10)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.set_defaults(func=cmd_gazebo_world)
+
+    p = sub.add_parser("world", help="the simulator as a ROS1 world (what Gazebo + RotorS + "
+                       "the Agilicious pilot speak)")
+    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
+    p.add_argument("--real-time-factor", type=float, default=1.0,
+                   help="simulated seconds per wall second (0: as fast as possible)")
+    p.add_argument("--state-rate", type=float, default=100.0, help="state and /clock rate (Hz)")
+    p.add_argument("--mocap-rate", type=float, default=100.0, help="load pose rate (Hz)")
+    _add_pilot_queue(p)
+    p.add_argument("--paused", action="store_true", help="start with the physics paused")
+    p.add_argument("--duration", type=float, default=None,
+                   help="stop after this many seconds of world time (default: run until killed)")
+    p.set_defaults(func=cmd_world)
+
+    p = sub.add_parser("node", help="one planner as its own ROS1 node (one per quadrotor for "
+                       "the student)")
+    p.add_argument("--planner", required=True,
+                   help="student (with --uav), or a centralized planner: teacher, formation, ...")
+    p.add_argument("--uav", type=int, default=None,
+                   help="the quadrotor this node plans for (0-based; decentralized planners)")
+    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
+    _add_policy(p)
+    _add_pilot_queue(p)
+    p.set_defaults(func=cmd_node)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from cableload_sim.errors import CableloadError
+def os_error_line(err: OSError) -> str:
+    """An ``OSError`` in one line: the file(s) and what is wrong with them."""
+    if err.filename is None:
+        return str(err)
+    files = f"{err.filename}" + (f" -> {err.filename2}" if err.filename2 is not None else "")
+    return f"{files}: {err.strerror or err}"
 
-    try:
-        return args.func(args)
-    except CliError as err:
-        print(f"cableload: error: {err}", file=sys.stderr)
-        return 2
-    except CableloadError as err:
-        print(f"cableload: error: {err}", file=sys.stderr)
-        return err.exit_status
-    except (ValueError, FileNotFoundError, FileExistsError) as err:
-        # configuration, option and file errors carry their own message
-        print(f"cableload: error: {err}", file=sys.stderr)
-        return 2
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"cableload: warning: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command. Expected failures (``CableloadError``: a bad option or config, a
+    corrupted file, a request too large for this machine) and operating-system errors (a full
+    disk, a folder that cannot be written) are reported in one line with exit status 2 for
+    usage errors and 1 for the rest; anything else is a bug and keeps its traceback."""
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    # roslaunch appends remappings such as __name:=world and __log:=...: not ours
+    args = parser.parse_args([a for a in argv if not (a.startswith("__") and ":=" in a)])
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return args.func(args)
+        except CableloadError as err:
+            print(f"cableload: error: {err}", file=sys.stderr)
+            return err.exit_status
+        except FileExistsError as err:  # an output named by the user (``OutputExistsError``)
+            print(f"cableload: error: {os_error_line(err)}", file=sys.stderr)
+            return 2
+        except OSError as err:
+            print(f"cableload: error: {os_error_line(err)}", file=sys.stderr)
+            return 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cableload_sim.errors import UsageError
+
 
 @dataclass(frozen=True)
 class WrenchDisturbance:
@@ -25,7 +27,7 @@ class WrenchDisturbance:
         for name in ("max_force", "max_torque"):
             value = getattr(self, name)
             if not np.isfinite(value) or value < 0.0:
-                raise ValueError(f"{name}: expected a non-negative finite number, got {value!r}")
+                raise UsageError(f"{name}: expected a non-negative finite number, got {value!r}")
 
     def episode(self, rng: np.random.Generator) -> WrenchProcess:
         """One episode's process: its direction drawn now from ``rng``."""

@@ -40,12 +40,31 @@ Samples the last received plan at the current time (cubic Hermite between nodes 
 velocity and acceleration, linear for jerk and body rates), or holds hover where it entered
 hold when there is no plan, the plan has run out, or it held a non-finite value or
 non-increasing times (rejected, counted). Position: ``a_cmd = a_ref + Kp e_p + Kv e_v``; INDI
-force: ``F = F_filt + m (a_cmd - a_filt)`` where ``a_filt`` is the filtered measured
-acceleration and ``F_filt`` the equally filtered rotor thrust vector, so the cable's pull is
-compensated without a cable model. Tilt-prioritized attitude control (Brescianini et al. 2013)
-to the thrust direction at the held yaw, plus the plan's body-rate feedforward. INDI body rates:
+force: ``F = F_filt + m (a_cmd - a_filt) + beta f_fast`` where ``a_filt`` is the filtered
+measured acceleration and ``F_filt`` the equally filtered rotor thrust vector, so the cable's
+pull ``f = m a_filt - F_filt + m g e_z`` is compensated without a cable model.
+
+Compensating all of it would leave the load's swing undamped: the quadrotors would be fixed
+points for it, and the lag of the compensation (mostly the attitude loop tilting the thrust)
+damps the swing slightly when the pendulum is faster than the position loop and excites it
+when slower (one or two quadrotors). So ``f`` is split into a slow part (first-order filter,
+``pull_cutoff_hz``) and a fast part ``f_fast``, and the quadrotor yields to the fast part: all
+of it (``beta`` = ``hold_compliance``, 1: as its own mass would) when holding, where the
+velocity gain then damps the swing. When tracking, ``beta`` (``tracking_compliance``) is 0
+unless the system's swing is slower than the position loop (``layout``): planners move the
+load through tension changes and plan for the quadrotors to follow exactly. Where it is not 0,
+only the part across the cable is yielded to, and ``mu a_ref`` is added to ``f`` first: the
+pull a mass mu (from the slow pull's vertical part) carried rigidly would add under the plan's
+acceleration, which the plan explains.
+
+Tilt-prioritized attitude control (Brescianini et al. 2013) to the thrust direction at the held
+heading (the horizontal direction perpendicular to body y when hold began, which the target
+construction gives back exactly), plus the plan's body-rate feedforward, then a barrier on the
+body rates that keeps the flown tilt within the limit the thrust direction is held to (the
+attitude cascade overshoots it by some 15 % otherwise). INDI body rates:
 ``tau = tau_filt + J (K_w (w_cmd - w) - alpha_filt)``. Rotor thrusts from the inverse
-allocation, yaw torque dropped first when a rotor saturates, then clipped.
+allocation; when a rotor saturates the yaw torque is dropped first, then the collective thrust
+shifted so that the roll and pitch torque fit, then clipped.
 """
 
 from __future__ import annotations
@@ -72,17 +91,24 @@ from cableload_sim.layout import (
     CS_PREV_RATE,
     CS_PREV_TORQUE,
     CS_PREV_VEL,
+    CS_PULL_SLOW,
     CS_ROTOR_CMD,
     CS_SEGMENT,
     CS_TORQUE_FILT,
     G_ATT_GAIN,
+    G_COS_HALF_TILT,
     G_DT,
     G_FILTER_ALPHA,
+    G_HOLD_COMPLIANCE,
     G_KP,
     G_KV,
     G_MAX_POS_ERR,
+    G_MAX_TILT,
+    G_PULL_ALPHA,
     G_RATE_GAIN,
+    G_RATE_LAG,
     G_TAN_MAX_TILT,
+    G_TRACK_COMPLIANCE,
     G_YAW_GAIN,
     K_HOLD_UPDATES,
     K_REJECTED_PLANS,
@@ -487,7 +513,8 @@ SC_RATE_CMD = 21  # attitude loop's body-rate command (3)
 SC_TORQUE = 24  # commanded body torque (3)
 SC_WRENCH = 27  # rotor thrust vector (world) and torque (body) (6)
 SC_ROTOR = 33  # rotor thrusts (4)
-SC_SIZE = 37
+SC_PULL = 37  # fast part of the cable's pull (estimate minus its slow part), world (3)
+SC_SIZE = 40
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy")
@@ -564,16 +591,64 @@ def _rotor_wrench(x, o, cmodel, qm, R, b, out, w):
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
 def _hold_heading(R, b, cs):
-    """Keep the current heading (horizontal direction of the body x axis) as the yaw target."""
-    hx = R[b, 0]
-    hy = R[b, 3]
+    """Keep the current heading as the yaw target: the horizontal unit vector c perpendicular to
+    the body y axis, ``c ~ y_B x e_z``. The target attitude is built from a thrust axis z and c
+    as ``y = z x c / |z x c|``, ``x = y x z``, which gives back this very attitude for z = z_B;
+    the horizontal projection of body x would not (it leaves the vertical plane of c as soon as
+    the body tilts about an axis other than x or y), and would turn a hovering, tilted
+    quadrotor about its z axis on every entry into hold."""
+    hx = R[b, 4]
+    hy = -R[b, 1]
     norm = math.sqrt(hx * hx + hy * hy)
-    if norm < 1e-6:  # body x axis vertical: any heading will do
+    if norm < 1e-6:  # body y axis vertical: any heading will do
         hx = 1.0
         hy = 0.0
         norm = 1.0
     cs[CS_HEADING] = hx / norm
     cs[CS_HEADING + 1] = hy / norm
+
+
+@njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _tilt_barrier(R, b, scratch, wc, max_tilt, cos_half_max_tilt, lag):
+    """Limit the body-rate command scratch[wc:wc+3] so that the tilt of body z from the vertical
+    cannot overshoot ``max_tilt``. With e the horizontal direction of body z and k = e_z x e
+    (world), the tilt grows with the world rate about k and the tilt direction turns with the
+    rate about e. The rate about k may grow the tilt at most at ``brake (max_tilt - tilt)``
+    (above the limit: must shrink it at least at that rate) and shrink it at most at
+    ``brake (max_tilt + tilt)``, since a tilt swinging through the vertical must stop on the
+    other side too; the rate about e, which near the vertical turns into tilt as fast, is kept
+    within ``brake max_tilt``. ``brake = 1 / (4 lag)``, ``lag`` the delay with which the body
+    rate follows its command: it brakes a lagging first-order follower without overshoot
+    (critical damping). The thrust direction command is limited to ``max_tilt`` already; this
+    keeps the attitude loop from overshooting it."""
+    # world rate w = R w_B; its horizontal part bounds both the rate about k and about e
+    wx = R[b, 0] * scratch[wc] + R[b, 1] * scratch[wc + 1] + R[b, 2] * scratch[wc + 2]
+    wy = R[b, 3] * scratch[wc] + R[b, 4] * scratch[wc + 1] + R[b, 5] * scratch[wc + 2]
+    # nothing to limit (the common case, no square root or division): tilt at most half the
+    # limit and |w_h| <= brake max_tilt / 2 = max_tilt / (8 lag)
+    reach = 8.0 * lag
+    if R[b, 8] >= cos_half_max_tilt and (wx * wx + wy * wy) * reach * reach <= max_tilt * max_tilt:
+        return
+    zx = R[b, 2]
+    zy = R[b, 5]
+    sin_tilt = math.sqrt(zx * zx + zy * zy)
+    if sin_tilt < 1e-9:
+        return
+    inv = 1.0 / sin_tilt
+    about_k = (zx * wy - zy * wx) * inv
+    about_e = (zx * wx + zy * wy) * inv
+    brake = 0.25 / lag
+    turn_max = brake * max_tilt
+    tilt = math.atan2(sin_tilt, R[b, 8])
+    dk = max(min(about_k, brake * (max_tilt - tilt)), -brake * (max_tilt + tilt)) - about_k
+    de = max(min(about_e, turn_max), -turn_max) - about_e
+    if dk == 0.0 and de == 0.0:
+        return
+    # back to the body frame: R^T (dk k + de e)
+    dwx = (de * zx - dk * zy) * inv
+    dwy = (dk * zx + de * zy) * inv
+    for r in range(3):
+        scratch[wc + r] += R[b, r] * dwx + R[b, 3 + r] * dwy
 
 
 @njit(cache=FAST_CACHE, fastmath=FASTMATH, error_model="numpy", inline="always")
@@ -595,7 +670,9 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     _rotor_wrench(x, o, cmodel, qm, R, b, scratch, rw)
 
     # measurements and INDI filters
-    if cs[CS_INITIALIZED] == 0.0:
+    fresh = cs[CS_INITIALIZED] == 0.0
+    slow = 1.0 if fresh else gains[G_PULL_ALPHA]  # the slow pull starts at the first estimate
+    if fresh:
         for r in range(3):
             cs[CS_ACC_FILT + r] = 0.0
             cs[CS_ALPHA_FILT + r] = 0.0
@@ -652,6 +729,32 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
         counters[i, K_HOLD_UPDATES] += 1.0
     cs[CS_MODE] = mode
 
+    # The cable's pull as INDI sees it, m a_filt - F_filt + m g e_z, and its slow part: a
+    # first-order filter. The share of its fast part the quadrotor yields to: all of it when
+    # holding. When tracking, a share that is 0 unless the swing needs it; then only the part
+    # across the cable (tension changes along it are how planners move the load) and not what
+    # a mass mu carried rigidly would add under the plan's acceleration (the plan explains it;
+    # mu from the vertical part of the slow pull).
+    beta = gains[G_HOLD_COMPLIANCE]
+    mu = 0.0
+    if mode == MODE_TRACKING:
+        beta = gains[G_TRACK_COMPLIANCE]
+        if beta != 0.0 and not fresh and cs[CS_PULL_SLOW + 2] < 0.0:
+            mu = -cs[CS_PULL_SLOW + 2] / g
+    for r in range(3):
+        pull = mass * cs[CS_ACC_FILT + r] - cs[CS_FORCE_FILT + r] + mu * scratch[ref + 6 + r]
+        if r == 2:
+            pull += mass * g
+        cs[CS_PULL_SLOW + r] += slow * (pull - cs[CS_PULL_SLOW + r])
+        scratch[SC_PULL + r] = pull - cs[CS_PULL_SLOW + r]
+    if mode == MODE_TRACKING and beta != 0.0:
+        norm2 = cs[CS_PULL_SLOW] ** 2 + cs[CS_PULL_SLOW + 1] ** 2 + cs[CS_PULL_SLOW + 2] ** 2
+        if norm2 > 0.0:
+            along = (scratch[SC_PULL] * cs[CS_PULL_SLOW] + scratch[SC_PULL + 1] * cs[CS_PULL_SLOW + 1]
+                     + scratch[SC_PULL + 2] * cs[CS_PULL_SLOW + 2]) / norm2
+            for r in range(3):
+                scratch[SC_PULL + r] -= along * cs[CS_PULL_SLOW + r]
+
     # position control with INDI force compensation
     ex = scratch[ref] - x[o + QUAD_POS]
     ey = scratch[ref + 1] - x[o + QUAD_POS + 1]
@@ -668,7 +771,8 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     for r in range(3):
         acmd = scratch[ref + 6 + r] + gains[G_KP + r] * scratch[SC_ERR + r] \
             + gains[G_KV + r] * (scratch[ref + 3 + r] - x[o + QUAD_VEL + r])
-        scratch[SC_FORCE + r] = cs[CS_FORCE_FILT + r] + mass * (acmd - cs[CS_ACC_FILT + r])
+        scratch[SC_FORCE + r] = cs[CS_FORCE_FILT + r] + mass * (acmd - cs[CS_ACC_FILT + r]) \
+            + beta * scratch[SC_PULL + r]
     fx = scratch[SC_FORCE]
     fy = scratch[SC_FORCE + 1]
     fz = scratch[SC_FORCE + 2]
@@ -754,15 +858,21 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
         scratch[wc + 1] = 0.0
         scratch[wc + 2] = 0.0
 
-    # INDI body-rate control, with the plan's body rates fed forward
+    # the plan's body rates fed forward; then the tilt limit as a barrier on the flown tilt
+    for r in range(3):
+        scratch[wc + r] += scratch[ref + 12 + r]
+    _tilt_barrier(R, b, scratch, wc, gains[G_MAX_TILT], gains[G_COS_HALF_TILT],
+                  gains[G_RATE_LAG] + cmodel[qm + QM_MOTOR_TAU])
+
+    # INDI body-rate control
     tau = SC_TORQUE
     for r in range(3):
-        alpha_cmd = gains[G_RATE_GAIN + r] \
-            * (scratch[wc + r] + scratch[ref + 12 + r] - x[o + QUAD_RATE + r])
+        alpha_cmd = gains[G_RATE_GAIN + r] * (scratch[wc + r] - x[o + QUAD_RATE + r])
         scratch[tau + r] = cs[CS_TORQUE_FILT + r] \
             + cmodel[qm + QM_INERTIA + r] * (alpha_cmd - cs[CS_ALPHA_FILT + r])
 
-    # allocation: yaw torque dropped first when a rotor saturates, then clip
+    # allocation: when a rotor saturates, yaw torque dropped first, then the collective thrust
+    # shifted so that the roll and pitch torque fit (attitude before thrust), then clip
     kf = cmodel[qm + QM_KF]
     f_min = kf * cmodel[qm + QM_SPEED_MIN] ** 2
     f_max = kf * cmodel[qm + QM_SPEED_MAX] ** 2
@@ -779,6 +889,18 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
             scratch[SC_ROTOR + k] = f
         if not saturated:
             break
+    if saturated:
+        lo = min(min(scratch[SC_ROTOR], scratch[SC_ROTOR + 1]),
+                 min(scratch[SC_ROTOR + 2], scratch[SC_ROTOR + 3]))
+        hi = max(max(scratch[SC_ROTOR], scratch[SC_ROTOR + 1]),
+                 max(scratch[SC_ROTOR + 2], scratch[SC_ROTOR + 3]))
+        shift = 0.0
+        if lo < f_min and hi + (f_min - lo) <= f_max:
+            shift = f_min - lo
+        elif hi > f_max and lo - (hi - f_max) >= f_min:
+            shift = f_max - hi
+        for k in range(4):
+            scratch[SC_ROTOR + k] += shift
     inv_kf = 1.0 / kf
     for k in range(4):
         f = min(max(scratch[SC_ROTOR + k], f_min), f_max)
@@ -815,9 +937,9 @@ def _sampled_statistics(x, n, model, stats):
         w2 = 0.0
         for r in range(4):
             w2 += x[o + QUAD_ROTOR + r] ** 2
-        ratio = w2 / (4.0 * model[qm + QM_SPEED_MAX] ** 2)
-        if ratio > stats[ST_MAX_THRUST_RATIO]:
-            stats[ST_MAX_THRUST_RATIO] = ratio
+        full = 4.0 * model[qm + QM_SPEED_MAX] ** 2
+        if w2 > stats[ST_MAX_THRUST_RATIO] * full:  # the division only for a new largest
+            stats[ST_MAX_THRUST_RATIO] = max(w2 / full, stats[ST_MAX_THRUST_RATIO])
         for k in range(i):
             ok = LOAD_SIZE + QUAD_SIZE * k
             d2 = 0.0

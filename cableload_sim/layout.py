@@ -20,6 +20,7 @@ import numpy as np
 
 from cableload_sim.horizon import N_NODES
 from cableload_sim.params import ControllerParams, SimulationParams, SystemParams
+from cableload_sim.statics import swing_frequencies
 
 # --- state ------------------------------------------------------------------------------------
 # Load block: world position (m), attitude quaternion w,x,y,z (body->world), world velocity (m/s),
@@ -127,7 +128,13 @@ G_FILTER_ALPHA = 11  # first-order filter blend per controller update (-)
 G_TAN_MAX_TILT = 12
 G_MAX_POS_ERR = 13
 G_DT = 14  # controller period (s)
-G_SIZE = 15
+G_HOLD_COMPLIANCE = 15  # share of the pull's fast part yielded to while holding (-)
+G_TRACK_COMPLIANCE = 16  # share of the pull's fast part across the cable yielded to while tracking
+G_PULL_ALPHA = 17  # first-order filter blend per update of the slow pull (-)
+G_MAX_TILT = 18  # largest tilt of the thrust axis (rad)
+G_RATE_LAG = 19  # delay of the body rate behind its command, less the motors' (s)
+G_COS_HALF_TILT = 20  # cosine of half the largest tilt (-)
+G_SIZE = 21
 
 
 def controller_decimation(controller: ControllerParams, simulation: SimulationParams) -> int:
@@ -142,7 +149,29 @@ def controller_decimation(controller: ControllerParams, simulation: SimulationPa
     return steps
 
 
-def pack_gains(controller: ControllerParams, simulation: SimulationParams) -> np.ndarray:
+def tracking_compliance(controller: ControllerParams, system: SystemParams | None) -> float:
+    """The share of the cable's fast pull yielded to while tracking, for ``system``.
+
+    A stiff tracking loop compensates the pull with a lag (the attitude loop tilting the
+    thrust) that damps the load's swing a little when the swing is faster than the horizontal
+    position loop and excites it when slower. So ``controller.tracking_compliance`` applies
+    only where the system's slowest swing (``statics.swing_frequencies``, the cables' upper
+    ends held fixed) is slower than the position loop, sqrt(kp): one or two quadrotors on 1 m
+    cables (3.2 rad/s against 3.74). Elsewhere 0: planners that plan the cable forces (the
+    teacher) want the quadrotors on their plans. Without a system, the configured share.
+    """
+    if system is None:
+        return controller.tracking_compliance
+    swings = swing_frequencies(system)
+    if swings.size and swings[0] ** 2 < min(controller.kp[0], controller.kp[1]):
+        return controller.tracking_compliance
+    return 0.0
+
+
+def pack_gains(controller: ControllerParams, simulation: SimulationParams,
+               system: SystemParams | None = None) -> np.ndarray:
+    """The gains vector; ``system`` (the nominal one the controllers know) decides the tracking
+    compliance (``tracking_compliance``)."""
     g = np.zeros(G_SIZE)
     dt = controller_decimation(controller, simulation) * simulation.physics_dt
     g[G_KP : G_KP + 3] = controller.kp
@@ -152,8 +181,17 @@ def pack_gains(controller: ControllerParams, simulation: SimulationParams) -> np
     g[G_RATE_GAIN : G_RATE_GAIN + 3] = controller.rate_gain
     g[G_FILTER_ALPHA] = 1.0 - math.exp(-2.0 * math.pi * controller.filter_cutoff_hz * dt)
     g[G_TAN_MAX_TILT] = math.tan(math.radians(controller.max_tilt_deg))
+    g[G_MAX_TILT] = math.radians(controller.max_tilt_deg)
+    g[G_COS_HALF_TILT] = math.cos(0.5 * g[G_MAX_TILT])
+    # rate loop 1 / K_w and the INDI filters' mean delay, (1 - a) / a updates (the kernel adds
+    # each quadrotor's motor time constant)
+    g[G_RATE_LAG] = 1.0 / min(controller.rate_gain[0], controller.rate_gain[1]) \
+        + dt * (1.0 - g[G_FILTER_ALPHA]) / g[G_FILTER_ALPHA]
     g[G_MAX_POS_ERR] = controller.max_position_error
     g[G_DT] = dt
+    g[G_HOLD_COMPLIANCE] = controller.hold_compliance
+    g[G_TRACK_COMPLIANCE] = tracking_compliance(controller, system)
+    g[G_PULL_ALPHA] = 1.0 - math.exp(-2.0 * math.pi * controller.pull_cutoff_hz * dt)
     return g
 
 
@@ -167,12 +205,13 @@ CS_PREV_RATE = 15  # body rates at the previous update (3)
 CS_PREV_FORCE = 18  # rotor thrust vector at the previous update (3)
 CS_PREV_TORQUE = 21  # rotor torque at the previous update (3)
 CS_HOLD_POS = 24  # position held while hovering without a usable plan (3)
-CS_HEADING = 27  # held heading: cos and sin of the yaw (2)
+CS_HEADING = 27  # held heading: horizontal unit vector perpendicular to body y, world (2)
 CS_MODE = 29  # MODE_* below
 CS_ROTOR_CMD = 30  # commanded rotor speeds (4)
 CS_INITIALIZED = 34  # 0 until the first update has seeded the filters
 CS_SEGMENT = 35  # index of the plan segment used last (search hint)
-CS_SIZE = 36
+CS_PULL_SLOW = 36  # slow part of the cable's pull the plan does not explain, world (3)
+CS_SIZE = 39
 
 MODE_TRACKING = 0.0
 MODE_HOLD_NO_PLAN = 1.0

@@ -1,29 +1,20 @@
 """Episode metrics, computed from recorded samples only (so logs give the same numbers).
 
-All functions take arrays with time as the first axis.
+All functions take arrays with time as the first axis. ``EpisodeMetrics`` accumulates the
+standard metrics chunk by chunk in constant memory (running sums, minima, maxima and slack
+runs), so an episode of any length is measured without keeping its samples;
+``episode_metrics`` is the same on samples held whole.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from cableload_sim.params import SystemParams
 from cableload_sim.rotations import quat_angle_between
 from cableload_sim.world import WorldSamples
-
-
-def rmse_position(load_p: np.ndarray, ref_p: np.ndarray) -> float:
-    """Root mean square of the load's position error (m)."""
-    if len(load_p) == 0:
-        return float("nan")
-    return float(np.sqrt(np.mean(np.sum((load_p - ref_p) ** 2, axis=-1))))
-
-
-def rmse_orientation_deg(load_q: np.ndarray, ref_q: np.ndarray) -> float:
-    """Root mean square of the geodesic angle between load and reference attitudes (deg)."""
-    if len(load_q) == 0:
-        return float("nan")
-    return float(np.degrees(np.sqrt(np.mean(quat_angle_between(load_q, ref_q) ** 2))))
 
 
 def uav_distances(uav_p: np.ndarray) -> np.ndarray:
@@ -35,27 +26,6 @@ def uav_distances(uav_p: np.ndarray) -> np.ndarray:
     return dist.min(axis=(1, 2))
 
 
-def slack_fraction(tension: np.ndarray) -> float:
-    """Fraction of samples at which at least one cable is slack (zero tension)."""
-    if len(tension) == 0:
-        return float("nan")
-    return float(np.mean(np.any(tension <= 0.0, axis=1)))
-
-
-def longest_slack_s(t: np.ndarray, tension: np.ndarray) -> float:
-    """Longest run of consecutive samples with one cable slack, as a duration (s)."""
-    if len(t) < 2:
-        return 0.0
-    dt = float(np.median(np.diff(t)))
-    longest = 0
-    for cable in (tension <= 0.0).T:
-        run = 0
-        for slack in cable:
-            run = run + 1 if slack else 0
-            longest = max(longest, run)
-    return longest * dt
-
-
 def thrust_ratios(rotor_speeds: np.ndarray, system: SystemParams) -> np.ndarray:
     """Collective thrust over each quadrotor's maximum (k, n)."""
     kf = np.array([q.rotor.thrust_coeff for q in system.quadrotors])
@@ -63,20 +33,90 @@ def thrust_ratios(rotor_speeds: np.ndarray, system: SystemParams) -> np.ndarray:
     return kf * np.sum(rotor_speeds**2, axis=-1) / max_thrust
 
 
+def _longest_run(slack: np.ndarray, carried: int) -> tuple[int, int]:
+    """Longest run of True in ``slack`` (k,) counting ``carried`` True before it, and the run
+    still open at its end."""
+    breaks = np.flatnonzero(~slack)
+    if breaks.size == 0:
+        run = carried + slack.size
+        return run, run
+    inner = int(np.max(np.diff(breaks) - 1)) if breaks.size > 1 else 0
+    trailing = slack.size - 1 - int(breaks[-1])
+    return max(carried + int(breaks[0]), inner, trailing), trailing
+
+
+class EpisodeMetrics:
+    """The standard metrics of an episode, the keys ``cableload simulate --json`` prints,
+    accumulated from consecutive sample chunks (``update``) in constant memory.
+
+    A NaN in the samples or the reference makes the metrics that use it NaN, as a mean, minimum
+    or maximum of the whole would. ``longest_slack_s`` counts samples and multiplies by the
+    mean sample spacing.
+    """
+
+    def __init__(self, system: SystemParams):
+        self.system = system
+        self.count = 0
+        self._position_sq = 0.0
+        self._angle_sq = 0.0
+        self._min_distance = math.inf
+        self._max_thrust = -math.inf
+        self._slack_samples = 0
+        self._slack_run = np.zeros(system.n_uavs, dtype=np.int64)
+        self._longest_slack = 0
+        self._t_first = math.nan
+        self._t_last = math.nan
+
+    def update(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None:
+        """Add ``samples`` (k samples) with the load reference at the same times (k, 3), (k, 4)."""
+        k = len(samples)
+        if k == 0:
+            return
+        if samples.n_uavs != self.system.n_uavs:
+            raise ValueError(f"samples: {samples.n_uavs} quadrotors, the system has "
+                             f"{self.system.n_uavs}")
+        self._position_sq += float(np.sum((samples.load_p - ref_p) ** 2))
+        self._angle_sq += float(np.sum(quat_angle_between(samples.load_q, ref_q) ** 2))
+        self._min_distance = float(np.min([self._min_distance,
+                                           uav_distances(samples.uav_p).min()]))
+        self._max_thrust = float(np.max([self._max_thrust,
+                                         thrust_ratios(samples.rotor_speeds, self.system).max()]))
+        slack = samples.cable_tension <= 0.0
+        self._slack_samples += int(np.count_nonzero(np.any(slack, axis=1)))
+        for cable in range(slack.shape[1]):
+            longest, self._slack_run[cable] = _longest_run(slack[:, cable],
+                                                           int(self._slack_run[cable]))
+            self._longest_slack = max(self._longest_slack, longest)
+        if self.count == 0:
+            self._t_first = float(samples.t[0])
+        self._t_last = float(samples.t[-1])
+        self.count += k
+
+    def result(self) -> dict:
+        count = self.count
+        if count == 0:
+            nan = float("nan")
+            return {"rmse_position_m": nan, "rmse_orientation_deg": nan,
+                    "min_uav_distance_m": nan, "slack_fraction": nan, "longest_slack_s": 0.0,
+                    "max_thrust_ratio": nan, "sim_time_s": 0.0}
+        spacing = (self._t_last - self._t_first) / (count - 1) if count > 1 else 0.0
+        return {
+            "rmse_position_m": math.sqrt(self._position_sq / count),
+            "rmse_orientation_deg": math.degrees(math.sqrt(self._angle_sq / count)),
+            "min_uav_distance_m": self._min_distance,
+            "slack_fraction": self._slack_samples / count,
+            "longest_slack_s": self._longest_slack * spacing,
+            "max_thrust_ratio": self._max_thrust,
+            "sim_time_s": self._t_last,
+        }
+
+
 def episode_metrics(samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray,
                     system: SystemParams) -> dict:
-    """The standard metrics of an episode: the keys ``cableload simulate --json`` prints."""
-    return {
-        "rmse_position_m": rmse_position(samples.load_p, ref_p),
-        "rmse_orientation_deg": rmse_orientation_deg(samples.load_q, ref_q),
-        "min_uav_distance_m": float(uav_distances(samples.uav_p).min()) if len(samples) else
-        float("nan"),
-        "slack_fraction": slack_fraction(samples.cable_tension),
-        "longest_slack_s": longest_slack_s(samples.t, samples.cable_tension),
-        "max_thrust_ratio": float(thrust_ratios(samples.rotor_speeds, system).max()) if len(samples)
-        else float("nan"),
-        "sim_time_s": float(samples.t[-1]) if len(samples) else 0.0,
-    }
+    """The standard metrics of an episode held whole (see ``EpisodeMetrics``)."""
+    metrics = EpisodeMetrics(system)
+    metrics.update(samples, ref_p, ref_q)
+    return metrics.result()
 
 
 def plan_derivative_mae(t: np.ndarray, p: np.ndarray, v: np.ndarray) -> float:

@@ -35,9 +35,26 @@ from typing import Any
 
 import numpy as np
 
+from cableload_sim.errors import UsageError
+from cableload_sim.horizon import node_offsets
 
-class ConfigError(ValueError):
+
+class ConfigError(UsageError):
     """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+MAX_UAVS = 64
+"""Most quadrotors a system may have: every pair's distance is checked at every sample."""
+
+MIN_ATTACHMENT_SPACING_M = 1e-3
+"""Closest two load attachment points may be (m)."""
+
+MIN_PHYSICS_DT_S = 1e-5
+"""Smallest physics step (s): 100 000 steps per simulated second, about 0.1-0.5 s of wall
+time per simulated second here."""
+
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest configuration file read (bytes); a TOML configuration is a few kB."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,11 +84,13 @@ def _non_negative(path: str, value: Any) -> float:
     return value
 
 
-def _integer(path: str, value: Any, minimum: int) -> int:
+def _integer(path: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{path}: expected an integer, got {value!r} ({type(value).__name__})")
     if value < minimum:
         raise ConfigError(f"{path}: expected an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{path}: expected an integer <= {maximum}, got {value!r}")
     return value
 
 
@@ -245,12 +264,23 @@ class SystemParams:
 
     def __post_init__(self):
         n = len(self.load.attachments)
-        if n < 2:
-            raise ConfigError(f"load.attachments: expected at least 2 attachment points, got {n}")
+        if not 2 <= n <= MAX_UAVS:
+            raise ConfigError(f"load.attachments: expected 2 to {MAX_UAVS} attachment points "
+                              f"(one per quadrotor), got {n}")
         if len(self.quadrotors) != n or len(self.cables) != n:
             raise ConfigError(
                 f"load.attachments: {n} attachment points but {len(self.quadrotors)} quadrotors "
                 f"and {len(self.cables)} cables; expected one of each per attachment point"
+            )
+        rho = np.asarray(self.load.attachments, dtype=float)
+        gaps = np.linalg.norm(rho[:, None, :] - rho[None, :, :], axis=-1)
+        gaps[np.diag_indices(n)] = np.inf
+        i, j = np.unravel_index(np.argmin(gaps), gaps.shape)
+        if gaps[i, j] < MIN_ATTACHMENT_SPACING_M:
+            raise ConfigError(
+                f"load.attachments: points {min(i, j)} and {max(i, j)} coincide at "
+                f"{rho[i].tolist()} m; expected distinct points (at least "
+                f"{MIN_ATTACHMENT_SPACING_M:g} m apart), one per cable"
             )
 
     @property
@@ -267,7 +297,7 @@ class SystemParams:
 
     def with_uavs(self, n: int) -> SystemParams:
         """Same parts, ``n`` quadrotors on a regular polygon of the current mean attachment radius."""
-        n = _integer("uavs", n, 2)
+        n = _integer("uavs", n, 2, MAX_UAVS)
         if n == self.n_uavs:
             return self
         rho = self.attachment_array()
@@ -366,9 +396,31 @@ class ControllerParams:
     """Cut-off of the first-order filters on acceleration, angular acceleration and the matching
     thrust and torque estimates (Hz); equal on both sides as INDI needs."""
     max_tilt_deg: float = 60.0
-    """Largest commanded tilt of the thrust axis from vertical (deg)."""
+    """Largest tilt of the thrust axis from vertical (deg): the commanded thrust direction is
+    limited to it, and a barrier on the body rates keeps the flown tilt within it too."""
     max_position_error: float = 1.0
     """Position errors longer than this are clipped before the gain (m)."""
+    hold_compliance: float = 1.0
+    """Share of the fast part of the cable's pull the quadrotor yields to while holding (-).
+    1: as its own mass would, which is what damps the load's swing through the velocity gain;
+    with a per-quadrotor share of 0.2-1.4 kg of load the swings then have damping ratios of
+    0.21-0.49 (measured on the linearized closed loop, n = 1..6). 0: the pull fully
+    compensated, the quadrotors fixed points for the swing (damping ratio about 0, negative for
+    n <= 2)."""
+    tracking_compliance: float = 0.3
+    """Share of the fast part of the cable's pull across the cable (its direction's change) the
+    quadrotor yields to while tracking a plan (-), on systems whose slowest swing is slower than
+    the horizontal position loop (``layout.tracking_compliance``: one or two quadrotors), where
+    a stiff loop excites the swing (damping ratio -0.016 for two). 0.3 makes it decay (0.056
+    for two, 0.08 for one) and flies two on eight-slow with the formation to 0.040 m (0.13:
+    0.047 m; 0: 0.28 m). Elsewhere none:
+    planners move the load through the cable tensions and the teacher propagates them from its
+    own plan, so it needs the quadrotors on their plans (measured on the paper's three: 0.13
+    raises its attitude error on eight-slow from 0.40 to 1.7 deg, 1 makes it diverge)."""
+    pull_cutoff_hz: float = 0.05
+    """Cut-off of the first-order filter giving the slow part of the cable's pull (Hz): a
+    decade below the slowest swing (0.48 Hz), so that the swing is yielded to in phase with the
+    pull; the steady pull is taken up within 1 / (2 pi 0.05) = 3.2 s."""
 
 
 @dataclass(frozen=True)
@@ -513,6 +565,9 @@ def _controller(path: str, table: dict) -> ControllerParams:
         "filter_cutoff_hz": _positive,
         "max_tilt_deg": _positive,
         "max_position_error": _positive,
+        "hold_compliance": _non_negative,
+        "tracking_compliance": _non_negative,
+        "pull_cutoff_hz": _positive,
     }
     return _fields_from(ControllerParams, path, table, checks)
 
@@ -526,7 +581,46 @@ def _simulation(path: str, table: dict) -> SimulationParams:
         raise ConfigError(
             f"{path}.physics_dt: expected at most 0.002 s (stiff cables), got {sim.physics_dt!r}"
         )
+    if sim.physics_dt < MIN_PHYSICS_DT_S:
+        raise ConfigError(
+            f"{path}.physics_dt: expected at least {MIN_PHYSICS_DT_S:g} s, got {sim.physics_dt!r}: "
+            f"that step needs {1.0 / sim.physics_dt:.3g} physics steps per simulated second"
+        )
+    horizon = float(node_offsets()[-1])
+    if sim.planner_rate_hz < 1.0 / horizon:
+        raise ConfigError(
+            f"{path}.planner_rate_hz: expected at least {1.0 / horizon:.3g} Hz (a plan lasts "
+            f"{horizon:.2f} s and must be renewed before it runs out), got {sim.planner_rate_hz!r}"
+        )
+    if sim.log_rate_hz < sim.planner_rate_hz:
+        raise ConfigError(
+            f"{path}.log_rate_hz: expected at least planner_rate_hz={sim.planner_rate_hz!r} Hz "
+            f"(a sample every planner period), got {sim.log_rate_hz!r}"
+        )
     return sim
+
+
+def _whole_steps(path: str, rate_hz: float, physics_dt: float) -> None:
+    """Refuse a rate whose period is not a whole number (>= 1) of physics steps."""
+    steps = 1.0 / (rate_hz * physics_dt)
+    if round(steps) < 1 or abs(steps - round(steps)) > 1e-6:
+        raise ConfigError(
+            f"{path}: {rate_hz!r} Hz is not a whole fraction of the physics rate "
+            f"{1.0 / physics_dt:.6g} Hz (simulation.physics_dt = {physics_dt!r} s); expected "
+            "rate * physics_dt = 1/k for a whole k"
+        )
+
+
+def _check_rates(source: str, controller: ControllerParams, sim: SimulationParams) -> None:
+    """The controller and the planner run a whole number of physics steps apart, the planner
+    no faster than the controller."""
+    _whole_steps(f"{source}:controller.rate_hz", controller.rate_hz, sim.physics_dt)
+    _whole_steps(f"{source}:simulation.planner_rate_hz", sim.planner_rate_hz, sim.physics_dt)
+    if sim.planner_rate_hz > controller.rate_hz:
+        raise ConfigError(
+            f"{source}:simulation.planner_rate_hz: expected at most controller.rate_hz="
+            f"{controller.rate_hz!r} Hz, got {sim.planner_rate_hz!r}"
+        )
 
 
 def _teacher(path: str, table: dict) -> TeacherParams:
@@ -569,7 +663,7 @@ def _load(path: str, table: dict, n_uavs: int | None) -> LoadParams:
     if "inertia" in table:
         kwargs["inertia"] = _vector(f"{path}.inertia", table["inertia"], 3, _positive)
     if "uavs" in table:
-        table_n = _integer(f"{path}.uavs", table["uavs"], 2)
+        table_n = _integer(f"{path}.uavs", table["uavs"], 2, MAX_UAVS)
         if n_uavs is not None and n_uavs != table_n:
             raise ConfigError(f"{path}.uavs: {table_n} conflicts with the requested {n_uavs} uavs")
         n_uavs = table_n
@@ -608,16 +702,41 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
     )
     mismatch = _mismatch(f"{source}:mismatch", data.get("mismatch", {}))
     mismatch.apply(system)  # validates lengths against n now, not at first use
+    controller = _controller(f"{source}:controller", data.get("controller", {}))
+    simulation = _simulation(f"{source}:simulation", data.get("simulation", {}))
+    _check_rates(source, controller, simulation)
     return Config(
         system=system,
-        controller=_controller(f"{source}:controller", data.get("controller", {})),
-        simulation=_simulation(f"{source}:simulation", data.get("simulation", {})),
+        controller=controller,
+        simulation=simulation,
         mismatch=mismatch,
         teacher=_teacher(f"{source}:teacher", data.get("teacher", {})),
     )
 
 
 PAPER_CONFIG = "paper.toml"
+
+
+def read_config_text(path: Path, what: str) -> str:
+    """The text of a configuration file, or a ``ConfigError`` naming it: missing, a folder or a
+    device, too large, unreadable or not UTF-8 text."""
+    if not path.exists():
+        raise ConfigError(f"{what} {str(path)!r} does not exist")
+    if not path.is_file():
+        raise ConfigError(f"{what} {str(path)!r} is not a regular file")
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as err:
+        raise ConfigError(f"{what} {str(path)!r}: cannot be read ({err.strerror})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{what} {str(path)!r} is larger than {MAX_CONFIG_BYTES} bytes; "
+                          "expected a TOML file of a few kB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{what} {str(path)!r} is not UTF-8 text (byte {err.start}); "
+                          "expected a TOML file") from None
 
 
 def load_config(path: str | Path | None = None, uavs: int | None = None) -> Config:
@@ -631,9 +750,7 @@ def load_config(path: str | Path | None = None, uavs: int | None = None) -> Conf
         source = PAPER_CONFIG
     else:
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {str(path)!r} does not exist")
-        text = path.read_text()
+        text = read_config_text(path, "config file")
         source = str(path)
     try:
         data = tomllib.loads(text)

@@ -11,15 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from cableload_sim.metrics import uav_distances
+from cableload_sim.palette import LOAD_COLOR, REFERENCE_COLOR, uav_color
+from cableload_sim.params import SimulationParams
 from cableload_sim.rotations import quat_angle_between
-from cableload_sim.runlog import RunLog, read_run
-
-LOAD_COLOR = "#f28c1a"
-REFERENCE_COLOR = "black"
-UAV_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b", "#e377c2",
-              "#7f7f7f")
-DEFAULT_COLLISION_DISTANCE = 0.4
-"""Collision distance (m) drawn when the log does not give one."""
+from cableload_sim.runlog import RunLog, read_run, require_samples
 
 
 def _figure(rows: int = 1, height: float = 4.0):
@@ -46,7 +41,7 @@ def figure_top_view(run: RunLog):
                 label="load reference")
     ax.plot(samples.load_p[:, 0], samples.load_p[:, 1], color=LOAD_COLOR, lw=2.0, label="load")
     for i, name in enumerate(run.quad_names):
-        color = UAV_COLORS[i % len(UAV_COLORS)]
+        color = uav_color(i)
         ax.plot(samples.uav_p[:, i, 0], samples.uav_p[:, i, 1], color=color, lw=1.0,
                 label=name)
         if len(samples):
@@ -87,9 +82,9 @@ def figure_tracking_errors(run: RunLog):
 
 
 def collision_distance(run: RunLog) -> float:
-    """The collision distance of the run's configuration (m), else the default 0.4 m."""
+    """The collision distance of the run's configuration (m), else the configuration's default."""
     simulation = (run.config or {}).get("simulation") or {}
-    return float(simulation.get("collision_distance_m", DEFAULT_COLLISION_DISTANCE))
+    return float(simulation.get("collision_distance_m", SimulationParams.collision_distance_m))
 
 
 def figure_min_distance(run: RunLog, collision: float | None = None):
@@ -98,7 +93,7 @@ def figure_min_distance(run: RunLog, collision: float | None = None):
     collision = collision_distance(run) if collision is None else collision
     t = run.samples.t
     distance = uav_distances(run.samples.uav_p) if len(t) else np.zeros(0)
-    ax.plot(t, distance, color=UAV_COLORS[0], label="min distance")
+    ax.plot(t, distance, color=uav_color(0), label="min distance")
     ax.axhline(collision, color="red", ls="--", label=f"collision {collision:g} m")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("min distance between quadrotors (m)")
@@ -114,7 +109,7 @@ def figure_tensions(run: RunLog):
     fig, (ax,) = _figure()
     t = run.samples.t
     for i, name in enumerate(run.quad_names):
-        ax.plot(t, run.samples.cable_tension[:, i], color=UAV_COLORS[i % len(UAV_COLORS)],
+        ax.plot(t, run.samples.cable_tension[:, i], color=uav_color(i),
                 label=f"cable {name}")
     ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xlabel("time (s)")
@@ -128,9 +123,10 @@ def figure_tensions(run: RunLog):
 def plot_run(path, out_dir, dpi: int = 120) -> list[Path]:
     """Save the run's plots as PNGs in ``out_dir`` (created); returns the files written.
 
-    Plots whose data the log lacks (no reference, no tensions) are left out.
+    Plots whose data the log lacks (no reference, no tensions) are left out; a bag without any
+    of this project's sample topics is refused (``FileContentError``), nothing written.
     """
-    run = read_run(path)
+    run = require_samples(read_run(path))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = {"top_view": figure_top_view(run), "min_distance": figure_min_distance(run)}

@@ -20,20 +20,20 @@ from pathlib import Path
 
 import numpy as np
 
+from cableload_sim.errors import UsageError
+from cableload_sim.palette import LOAD_COLOR, REFERENCE_COLOR, uav_color
 from cableload_sim.params import RotorParams
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.runlog import RunLog, read_run
+from cableload_sim.runlog import RunLog, read_run, require_samples
 
-LOAD_COLOR = (0.95, 0.55, 0.10)
-"""Orange: no other object in the scene uses it."""
+
+class NoDisplay(UsageError, RuntimeError):
+    """An interactive replay asked for where no window can open (exit status 2)."""
+
+
 SLACK_COLOR = (1.0, 0.0, 1.0)
-REFERENCE_COLOR = (0.1, 0.1, 0.1)
 FRAME_COLOR = (0.25, 0.25, 0.25)
 BACKGROUND = (1.0, 1.0, 1.0)
-PLAN_COLORS = (
-    (0.12, 0.47, 0.71), (0.17, 0.63, 0.17), (0.58, 0.40, 0.74), (0.84, 0.15, 0.16),
-    (0.09, 0.75, 0.81), (0.55, 0.34, 0.29), (0.89, 0.47, 0.76), (0.50, 0.50, 0.50),
-)
 _TENSION_STOPS = np.array([[0.267, 0.005, 0.329], [0.128, 0.567, 0.551], [0.993, 0.906, 0.144]])
 _CORNER_UPPER_LEFT = 2  # vtkCornerAnnotation corner index
 
@@ -79,14 +79,14 @@ class ReplayScene:
         import pyvista as pv
 
         if len(run.samples) == 0:
-            raise ValueError(f"{str(run.path)!r} holds no samples to replay")
+            require_samples(run)
         self.run = run
         self.plotter = plotter
         samples = run.samples
         self.start = float(samples.t[0] if start is None else max(start, samples.t[0]))
         self.end = float(samples.t[-1] if end is None else min(end, samples.t[-1]))
         if self.end < self.start:
-            raise ValueError(f"replay window [{start}, {end}] s is outside the log's "
+            raise UsageError(f"replay window [{start}, {end}] s is outside the log's "
                              f"[{samples.t[0]:.2f}, {samples.t[-1]:.2f}] s")
         n = samples.n_uavs
         system = run.system
@@ -121,7 +121,7 @@ class ReplayScene:
         self.plans = []
         self.plan_actors = []
         for i in range(n):
-            color = PLAN_COLORS[i % len(PLAN_COLORS)]
+            color = uav_color(i)
             self.frame_actors.append(plotter.add_mesh(frame.copy(), color=FRAME_COLOR))
             self.rotor_actors.append(plotter.add_mesh(discs.copy(), color=color))
             cable = pv.Line((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
@@ -206,7 +206,7 @@ class ReplayScene:
 def frame_times(start: float, end: float, speed: float, fps: float) -> np.ndarray:
     """Log times (s) of the frames of a video from ``start`` to ``end`` played at ``speed``."""
     if not speed > 0.0 or not fps > 0.0:
-        raise ValueError(f"speed and fps must be positive, got speed={speed!r}, fps={fps!r}")
+        raise UsageError(f"speed and fps must be positive, got speed={speed!r}, fps={fps!r}")
     step = speed / fps
     count = int(np.floor((end - start) / step + 1e-9)) + 1
     return start + step * np.arange(count)
@@ -223,7 +223,7 @@ def _round16(size) -> tuple[int, int]:
     """Video encoders want both sides divisible by 16."""
     width, height = (int(v) for v in size)
     if width <= 0 or height <= 0:
-        raise ValueError(f"window_size: expected two positive integers, got {size!r}")
+        raise UsageError(f"window_size: expected two positive integers, got {size!r}")
     return (-(-width // 16) * 16, -(-height // 16) * 16)
 
 
@@ -248,11 +248,11 @@ def replay(path, video=None, screenshot=None, time=None, start=None, end=None, s
     if interactive is None:
         interactive = video is None and screenshot is None and has_display()
     if interactive and not has_display():
-        raise RuntimeError("no display for an interactive replay; pass video= or screenshot=")
+        raise NoDisplay("no display for an interactive replay; pass video= or screenshot=")
     if not interactive and video is None and screenshot is None:
-        raise RuntimeError("no display: pass video='out.mp4' or screenshot='out.png' to "
-                           "replay off screen")
-    run = read_run(path)
+        raise NoDisplay("no display: pass video='out.mp4' or screenshot='out.png' to "
+                        "replay off screen")
+    run = require_samples(read_run(path))
     written = []
     if screenshot is not None:
         plotter = make_plotter(window_size)

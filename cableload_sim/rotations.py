@@ -99,11 +99,6 @@ def matrix_to_quat(R) -> np.ndarray:
     return quat_normalize(out).reshape(R.shape[:-2] + (4,))
 
 
-def quat_rotate(q, v) -> np.ndarray:
-    """``R(q) @ v`` for matching leading axes."""
-    return np.einsum("...ij,...j->...i", quat_to_matrix(q), np.asarray(v, dtype=float))
-
-
 def quat_from_axis_angle(axis, angle) -> np.ndarray:
     axis = np.asarray(axis, dtype=float)
     angle = np.asarray(angle, dtype=float)
@@ -166,16 +161,6 @@ def quat_angle_between(a, b) -> np.ndarray:
     b = quat_normalize(b)
     dot = np.abs(np.sum(a * b, axis=-1))
     return 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
-
-
-def skew(v) -> np.ndarray:
-    v = np.asarray(v, dtype=float)
-    zeros = np.zeros(v.shape[:-1])
-    x, y, z = np.moveaxis(v, -1, 0)
-    return np.stack(
-        [np.stack([zeros, -z, y], -1), np.stack([z, zeros, -x], -1), np.stack([-y, x, zeros], -1)],
-        axis=-2,
-    )
 
 
 def matrix_to_6d(R) -> np.ndarray:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cableload_sim import kernels, layout
+from cableload_sim.feasibility import check_hover
 from cableload_sim.horizon import N_NODES
 from cableload_sim.params import Config
 from cableload_sim.statics import hover_geometry, hover_state
@@ -45,6 +46,7 @@ class Simulator:
     """One load-cable-quadrotor system with its onboard controllers, stepped by numba kernels."""
 
     def __init__(self, config: Config):
+        check_hover(config)
         self.config = config
         self.nominal = config.system
         self.simulated = config.mismatch.apply(config.system)
@@ -54,7 +56,7 @@ class Simulator:
         self.decimation = layout.controller_decimation(config.controller, sim)
         self.model = layout.pack_model(self.simulated)
         self.cmodel = layout.pack_model(self.nominal)
-        self.gains = layout.pack_gains(config.controller, sim)
+        self.gains = layout.pack_gains(config.controller, sim, self.nominal)
         self.log_every = max(1, round(1.0 / (sim.log_rate_hz * self.h)))
         self.x = np.zeros(layout.state_size(self.n))
         self.step = 0

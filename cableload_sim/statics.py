@@ -4,7 +4,8 @@ The cables splay outward along lines that all meet at one point (the apex) on th
 through the load's centre of mass, below it. Every cable force and the weight then pass through
 the apex, so the moment balance holds for any tensions and the level load is in equilibrium when
 the forces balance: ``sum_i t_i u_i = m_L g e_z``. With three cables that fixes the tensions;
-with more, the minimum-norm tensions are used (equal on a regular polygon).
+with two (both in one vertical plane) the balance within that plane does; with more, the
+minimum-norm tensions are used (equal on a regular polygon).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cableload_sim.params import SystemParams
-from cableload_sim.rotations import matrix_to_quat, quat_to_matrix
+from cableload_sim.rotations import matrix_to_quat, quat_exp, quat_to_matrix
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,23 @@ class HoverGeometry:
 
 
 def cable_tensions_for(directions: np.ndarray, weight: float) -> np.ndarray:
-    """Minimum-norm tensions (N) with ``sum t_i u_i = weight e_z``; raises if one is not positive."""
+    """Minimum-norm tensions (N) with ``sum t_i u_i = weight e_z``.
+
+    ``directions`` (n, 3) are unit vectors. Solved by least squares (SVD), which also covers two
+    cables, whose directions span only their vertical plane (rank 2: the normal equations
+    ``U U^T`` are singular there). Raises if the cables cannot balance the weight or a tension
+    is not positive.
+    """
     U = np.asarray(directions, dtype=float).T  # 3 x n
     target = np.array([0.0, 0.0, weight])
-    tensions = U.T @ np.linalg.solve(U @ U.T, target)
+    tensions = np.linalg.lstsq(U, target, rcond=None)[0]
+    residual = float(np.linalg.norm(U @ tensions - target))
+    if not residual <= 1e-9 * abs(weight):
+        raise ValueError(
+            f"cable directions {np.round(directions, 3).tolist()} cannot balance a weight of "
+            f"{weight!r} N (force residual {residual:.3g} N); expected the vertical to lie in "
+            "their span"
+        )
     if np.any(tensions <= 0.0):
         raise ValueError(
             f"hover tensions {np.round(tensions, 3).tolist()} N are not all positive; the load's "
@@ -157,3 +171,48 @@ def _attitude_with_axis(axis: np.ndarray, yaw: float) -> np.ndarray:
     y /= np.linalg.norm(y)
     x = np.cross(y, z)
     return np.column_stack([x, y, z])
+
+
+SWING_CENTRE_MOTION = 0.2
+"""A swing moves the load's centre of mass by more than this per radian the load turns (m/rad);
+the load's turns about axes through its centre (torsion, rocking) move it by less."""
+
+
+def swing_frequencies(system: SystemParams, geometry: HoverGeometry | None = None) -> np.ndarray:
+    """Angular frequencies (rad/s, ascending) of the load's swings in hover with the cables'
+    upper ends held fixed, as a stiff position loop holds them.
+
+    The load (6 degrees of freedom, level, at rest) is linearized in the cables' pulls: exact
+    geometry, central differences, cables as the unilateral springs they are (taut at hover).
+    Its modes with the centre of mass moving more than ``SWING_CENTRE_MOTION`` per radian of
+    turn are the swings; the stiff modes that stretch the cables (above 60 rad/s) are left out.
+    """
+    geometry = geometry or hover_geometry(system)
+    rho = system.attachment_array()
+    rest = np.array([c.length for c in system.cables])
+    stiffness = np.array([c.stiffness for c in system.cables])
+    stretched = rest + geometry.tensions / stiffness
+    tops = rho + stretched[:, None] * geometry.directions
+
+    def wrench(motion: np.ndarray) -> np.ndarray:
+        R = quat_to_matrix(quat_exp(motion[3:]))
+        ends = motion[:3] + rho @ R.T
+        d = tops - ends
+        length = np.linalg.norm(d, axis=1)
+        pulls = (stiffness * np.maximum(length - rest, 0.0) / length)[:, None] * d
+        return np.concatenate([pulls.sum(axis=0), np.cross(ends - motion[:3], pulls).sum(axis=0)])
+
+    step = 1e-6
+    K = np.empty((6, 6))
+    for k in range(6):
+        dm = np.zeros(6)
+        dm[k] = step
+        K[:, k] = -(wrench(dm) - wrench(-dm)) / (2.0 * step)
+    mass = np.zeros((6, 6))
+    mass[:3, :3] = system.load.mass * np.eye(3)
+    mass[3:, 3:] = system.load.inertia_matrix()
+    omega2, modes = np.linalg.eig(np.linalg.solve(mass, K))
+    omega2, modes = omega2.real, modes.real
+    centre = np.linalg.norm(modes[:2], axis=0) / np.maximum(np.abs(modes[3:]).max(axis=0), 1e-300)
+    swings = (omega2 > 0.0) & (omega2 < 60.0**2) & (centre > SWING_CENTRE_MOTION)
+    return np.sort(np.sqrt(omega2[swings]))

@@ -37,6 +37,7 @@ import numpy as np
 from numpy.polynomial import Polynomial
 from scipy.linalg import cho_factor, cho_solve
 
+from cableload_sim.errors import UsageError
 from cableload_sim.rotations import (
     quat_conjugate,
     quat_exp,
@@ -388,35 +389,83 @@ def _loop_angles(n: int) -> np.ndarray:
     return 2.0 * math.pi * np.arange(n) / n
 
 
+MAX_TRACK_BYTES = 16 << 20
+"""Largest centerline file read (bytes); the shipped one has 864 points in 40 kB."""
+
+MAX_TRACK_COORDINATE_M = 1e8
+"""Largest centerline coordinate (m) accepted: beyond the Earth's size, and where the fit's
+arithmetic would overflow."""
+
+
 def read_centerline(path: Path) -> np.ndarray:
-    """(N, 2) centerline points (m) of a CSV: x, y first on each line, '#' lines and extra
-    columns ignored."""
+    """(N, 2) centerline points (m) of a CSV: x, y first on each line, '#' lines, one header
+    line (e.g. ``x_m,y_m``) and extra columns ignored."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"track: centerline file '{path}' not found (expected x_m,y_m rows)")
+    if not path.is_file():
+        raise UsageError(f"track: '{path}' is not a regular file (expected a CSV of x_m,y_m rows)")
     try:
-        lines = Path(path).read_text().splitlines()
-    except FileNotFoundError:
-        raise ValueError(
-            f"track: centerline file '{path}' not found (expected x_m,y_m rows)"
-        ) from None
+        with path.open("rb") as file:
+            data = file.read(MAX_TRACK_BYTES + 1)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"track: cannot read centerline file '{path}': {error}") from None
+        raise UsageError(f"track: cannot read centerline file '{path}': {error}") from None
+    if len(data) > MAX_TRACK_BYTES:
+        raise UsageError(f"track: '{path}' is larger than {MAX_TRACK_BYTES >> 20} MB; expected a "
+                         "CSV of x_m,y_m rows")
     points = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.split(",")
         try:
             points.append((float(fields[0]), float(fields[1])))
         except (ValueError, IndexError):
-            raise ValueError(
+            if not points and _is_header(fields):
+                continue  # a header row without '#'
+            raise UsageError(
                 f"track: line {number} of '{path}' must start with two numbers x_m,y_m, "
                 f"got {line.strip()!r}"
             ) from None
     points = np.asarray(points, dtype=float).reshape(-1, 2)
     if len(points) < 4 or not np.all(np.isfinite(points)):
-        raise ValueError(
+        raise UsageError(
             f"track: '{path}' must hold at least 4 finite x,y points, got {len(points)}"
         )
+    largest = float(np.max(np.abs(points)))
+    if largest > MAX_TRACK_COORDINATE_M:
+        raise UsageError(f"track: '{path}' has a coordinate of {largest:g} m; expected at most "
+                         f"{MAX_TRACK_COORDINATE_M:g} m in magnitude")
     return points
+
+
+def _is_header(fields: list[str]) -> bool:
+    """Whether a CSV row names its columns: two or more fields, none of the first two a number."""
+    if len(fields) < 2:
+        return False
+    for field in fields[:2]:
+        try:
+            float(field)
+        except ValueError:
+            continue
+        return False
+    return all(field.strip() for field in fields[:2])
+
+
+def _check_loop_width(path: str, points: np.ndarray, track_size: float, min_radius: float):
+    """Refuse a centerline too narrow to turn in (collinear points): scaled to ``track_size``,
+    its extent across its principal axis must hold a U-turn of ``min_radius``."""
+    centred = points - points.mean(axis=0)
+    axes = np.linalg.svd(centred, full_matrices=False)[2]
+    across = centred @ axes[1]
+    width = float(np.ptp(across)) * track_size / float(np.max(np.ptp(points, axis=0)))
+    if width < 2.0 * min_radius:
+        raise UsageError(
+            f"track: the points of '{path}' span {width:.3g} m across at track_size {track_size:g} "
+            f"m, less than a U-turn of min_radius {min_radius:g} m needs ({2 * min_radius:g} m); "
+            "expected a closed loop, not points on a line"
+        )
 
 
 def _resample_loop(points: np.ndarray, n: int) -> np.ndarray:
@@ -545,7 +594,8 @@ def _track_curve(path: str, file_stamp, track_size: float, min_radius: float) ->
     raw = read_centerline(Path(path))
     centre, size = _bounding_box(raw)
     if size <= 0.0:
-        raise ValueError(f"track: the points of '{path}' all coincide, got {raw[0].tolist()}")
+        raise UsageError(f"track: the points of '{path}' all coincide, got {raw[0].tolist()}")
+    _check_loop_width(path, raw, track_size, min_radius)
     work = (raw - centre) * (track_size / size)  # near the final size, where min_radius applies
     length = np.sum(np.linalg.norm(work - np.roll(work, 1, axis=0), axis=1))
     harmonics = int(np.clip(round(length / (TRACK_FEATURE * min_radius)), 8, 64))
@@ -822,8 +872,8 @@ class PoseToPose(LoadReference):
 
 
 def _number(spec: str, option: str, value, expected: str) -> float:
-    """``value`` as a finite float, else a ValueError naming the option, value and expectation."""
-    problem = ValueError(f"{spec}: option '{option}' must be {expected}, got {value!r}")
+    """``value`` as a finite float, else a UsageError naming the option, value and expectation."""
+    problem = UsageError(f"{spec}: option '{option}' must be {expected}, got {value!r}")
     if isinstance(value, bool):
         raise problem
     try:
@@ -842,14 +892,14 @@ def _finite(spec, option, value, unit) -> float:
 def _positive(spec, option, value, unit) -> float:
     expected = f"a positive finite number ({unit})"
     if not _number(spec, option, value, expected) > 0.0:
-        raise ValueError(f"{spec}: option '{option}' must be {expected}, got {value!r}")
+        raise UsageError(f"{spec}: option '{option}' must be {expected}, got {value!r}")
     return float(value)
 
 
 def _non_negative(spec, option, value, unit) -> float:
     expected = f"a non-negative finite number ({unit})"
     if not _number(spec, option, value, expected) >= 0.0:
-        raise ValueError(f"{spec}: option '{option}' must be {expected}, got {value!r}")
+        raise UsageError(f"{spec}: option '{option}' must be {expected}, got {value!r}")
     return float(value)
 
 
@@ -858,23 +908,23 @@ def _optional_positive(spec, option, value, unit) -> float | None:
 
 
 def _vector(value, length: int, option: str, meaning: str, spec: str = "pose-to-pose"):
-    """``value`` as a finite float array of shape (length,), else a ValueError."""
+    """``value`` as a finite float array of shape (length,), else a UsageError."""
     try:
         vector = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         vector = None
     if vector is None or vector.shape != (length,) or not np.all(np.isfinite(vector)):
-        raise ValueError(
+        raise UsageError(
             f"{spec}: option '{option}' must be {length} finite numbers, {meaning}, got {value!r}"
         )
     return vector
 
 
 def _unit_quaternion(value, option: str) -> np.ndarray:
-    """``value`` (w, x, y, z) normalized, else a ValueError (wrong length, not finite, zero)."""
+    """``value`` (w, x, y, z) normalized, else a UsageError (wrong length, not finite, zero)."""
     q = _vector(value, 4, option, "a quaternion (w, x, y, z)")
     if np.linalg.norm(q) < 1e-9:
-        raise ValueError(
+        raise UsageError(
             f"pose-to-pose: option '{option}' must be a non-zero quaternion, got {value!r}"
         )
     return quat_normalize(q)
@@ -921,7 +971,7 @@ def _resolve_options(spec: str, schema: dict, given: dict) -> dict:
     unknown = sorted(set(given) - set(schema))
     if unknown:
         expected = ", ".join(schema)
-        raise ValueError(f"{spec}: unknown option '{unknown[0]}'; expected one of: {expected}")
+        raise UsageError(f"{spec}: unknown option '{unknown[0]}'; expected one of: {expected}")
     preset = _EIGHT_PRESETS.get(spec, {})
     values = {name: option.default for name, option in schema.items()} | preset | given
     return {name: option.resolve(spec, name, values[name]) for name, option in schema.items()}
@@ -931,7 +981,7 @@ def _orientation_mode(spec: str, orientation: str, options: dict, curve: PlanarC
     if orientation == "constant":
         return ConstantYaw(math.radians(options["yaw_deg"]))
     if options["yaw_deg"] != 0.0:
-        raise ValueError(
+        raise UsageError(
             f"{spec}: option 'yaw_deg' applies to orientation 'constant' only, "
             f"got {options['yaw_deg']!r} with orientation {orientation!r}"
         )
@@ -963,7 +1013,7 @@ def _build_square(spec, orientation, options):
     side, corner = options["side"], options["corner_radius"]
     corner = 0.25 * side if corner is None else corner
     if not corner <= 0.5 * side:
-        raise ValueError(
+        raise UsageError(
             f"{spec}: option 'corner_radius' must be at most side/2 = {0.5 * side} (m), "
             f"got {corner!r}"
         )
@@ -976,7 +1026,7 @@ def _build_square(spec, orientation, options):
 def _track_file(spec: str) -> Path:
     where = spec.split(":", 1)[1]
     if not where:
-        raise ValueError(f"{spec!r}: expected track:PATH or one of {_shipped_tracks()}")
+        raise UsageError(f"{spec!r}: expected track:PATH or one of {_shipped_tracks()}")
     shipped = TRACKS_DIR / f"{where}_centerline.csv"
     return shipped if shipped.is_file() else Path(where).expanduser().resolve()
 
@@ -984,7 +1034,7 @@ def _track_file(spec: str) -> Path:
 def _build_track(spec, orientation, options):
     size, min_radius = options["track_size"], options["min_radius"]
     if not min_radius <= 0.25 * size:
-        raise ValueError(
+        raise UsageError(
             f"{spec}: option 'min_radius' must be at most track_size/4 = {0.25 * size} (m), "
             f"got {min_radius!r}"
         )
@@ -1109,7 +1159,7 @@ def _kind_name(spec: str) -> str:
     if spec in _KINDS and spec != "track":
         return spec
     known = [*sorted(_KINDS.keys() - {"track"}), *_EIGHT_PRESETS, *_shipped_tracks(), "track:PATH"]
-    raise ValueError(f"unknown reference {spec!r}; known: {', '.join(known)}")
+    raise UsageError(f"unknown reference {spec!r}; known: {', '.join(known)}")
 
 
 def make_reference(spec: str, *, orientation: str = "constant", **options) -> LoadReference:
@@ -1118,16 +1168,16 @@ def make_reference(spec: str, *, orientation: str = "constant", **options) -> Lo
     ``spec``: ``eight`` (and presets ``eight-slow``, ``eight-medium``, ``eight-medium-plus``,
     ``eight-fast``), ``circle``, ``square``, ``hover``, ``pose-to-pose``, ``track:NAME`` (shipped)
     or ``track:PATH`` (a CSV). ``orientation``: ``constant`` or ``zero-sideslip`` (paths only).
-    Options override the defaults (see ``reference_catalog()``). Bad input raises ValueError.
+    Options override the defaults (see ``reference_catalog()``). Bad input raises UsageError (a ValueError).
     """
     if not isinstance(spec, str):
-        raise ValueError(f"reference name must be a string, got {spec!r}")
+        raise UsageError(f"reference name must be a string, got {spec!r}")
     kind = _KINDS[_kind_name(spec)]
     if orientation not in ORIENTATION_MODES:
         modes = ", ".join(ORIENTATION_MODES)
-        raise ValueError(f"unknown orientation mode {orientation!r}; expected one of: {modes}")
+        raise UsageError(f"unknown orientation mode {orientation!r}; expected one of: {modes}")
     if not kind.follows_path and orientation != "constant":
-        raise ValueError(
+        raise UsageError(
             f"{spec}: orientation {orientation!r} does not apply ({kind.description}); "
             "expected 'constant'"
         )

@@ -105,19 +105,9 @@ class WorldState:
         """What quadrotor ``i`` may observe; attachments are rho_i (load frame) and r_i (body)."""
         if not 0 <= i < self.n_uavs:
             raise IndexError(f"uav index {i} out of range for {self.n_uavs} quadrotors")
-        R_L = quat_to_matrix(self.load_q)
-        R_i = quat_to_matrix(self.uav_q[i])
-        return LocalObservation(
-            t=float(self.t),
-            load_p=self.load_p.copy(),
-            load_q=self.load_q.copy(),
-            uav_p=self.uav_p[i].copy(),
-            uav_v=self.uav_v[i].copy(),
-            uav_q=self.uav_q[i].copy(),
-            uav_omega=self.uav_omega[i].copy(),
-            cable_load_end=self.load_p + R_L @ np.asarray(load_attachment, dtype=float),
-            cable_uav_end=self.uav_p[i] + R_i @ np.asarray(uav_attachment, dtype=float),
-        )
+        return LocalObservation.of(self.t, self.load_p, self.load_q, self.uav_p[i], self.uav_v[i],
+                                   self.uav_q[i], self.uav_omega[i], load_attachment,
+                                   uav_attachment)
 
 
 @dataclass(frozen=True)
@@ -133,6 +123,21 @@ class LocalObservation:
     uav_omega: np.ndarray
     cable_load_end: np.ndarray
     cable_uav_end: np.ndarray
+
+    @classmethod
+    def of(cls, t, load_p, load_q, uav_p, uav_v, uav_q, uav_omega, load_attachment,
+           uav_attachment) -> LocalObservation:
+        """From the load's pose and the quadrotor's own state; the cable's ends from the
+        attachment points rho_i (load frame) and r_i (body frame)."""
+        load_p, load_q, uav_p, uav_q = (np.array(x, dtype=float) for x in (load_p, load_q,
+                                                                           uav_p, uav_q))
+        return cls(t=float(t), load_p=load_p, load_q=load_q, uav_p=uav_p,
+                   uav_v=np.array(uav_v, dtype=float), uav_q=uav_q,
+                   uav_omega=np.array(uav_omega, dtype=float),
+                   cable_load_end=load_p + quat_to_matrix(load_q) @ np.asarray(load_attachment,
+                                                                               dtype=float),
+                   cable_uav_end=uav_p + quat_to_matrix(uav_q) @ np.asarray(uav_attachment,
+                                                                           dtype=float))
 
     def is_finite(self) -> bool:
         return bool(np.isfinite(self.t)) and all(

@@ -11,13 +11,17 @@ system_config = "paper"           # or a path to a system TOML (relative to this
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cableload_sim.params import ConfigError
+from cableload_sim.errors import UsageError
+from cableload_sim.params import ConfigError, read_config_text
 from learners.network import NetworkConfig
+
+MIN_EPISODE_S = 1.0
+"""Shortest DAgger or evaluation episode (s): ten planner periods."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ def _build(cls, path: str, table: dict):
                                                                                       bool):
             raise ConfigError(
                 f"{path}.{name}: expected {expected.__name__}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{path}.{name}: expected a finite number, got {value!r}")
         kwargs[name] = value
     try:
         return cls(**kwargs)
@@ -117,14 +123,17 @@ def _build(cls, path: str, table: dict):
         raise ConfigError(f"{path}: {err}") from err
 
 
-def _validate(config: TrainConfig, source: str) -> TrainConfig:
+def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
+    """``config``, or a ``ConfigError`` naming the first field out of range."""
     d = config.dagger
+    t = config.training
     checks = [
         ("dagger.rounds", d.rounds, d.rounds >= 1, "at least 1"),
         ("dagger.epochs", d.epochs, d.epochs >= 0, "at least 0"),
         ("dagger.episodes_per_round", d.episodes_per_round, d.episodes_per_round >= 1,
          "at least 1"),
-        ("dagger.episode_s", d.episode_s, d.episode_s > 0, "positive"),
+        ("dagger.episode_s", d.episode_s, d.episode_s >= MIN_EPISODE_S,
+         f"at least {MIN_EPISODE_S:g} s"),
         ("dagger.trajectories", d.trajectories, len(d.trajectories) >= 1, "at least one name"),
         ("dagger.orientation", d.orientation, d.orientation in ("constant", "zero-sideslip",
                                                                 "both"),
@@ -135,7 +144,8 @@ def _validate(config: TrainConfig, source: str) -> TrainConfig:
         ("dagger.disturbance_rounds", d.disturbance_rounds, 0 <= d.disturbance_rounds, ">= 0"),
         ("dagger.disturbance_force", d.disturbance_force, d.disturbance_force >= 0, ">= 0"),
         ("dagger.disturbance_torque", d.disturbance_torque, d.disturbance_torque >= 0, ">= 0"),
-        ("dagger.eval_s", d.eval_s, d.eval_s >= 0, ">= 0"),
+        ("dagger.eval_s", d.eval_s, d.eval_s == 0 or d.eval_s >= MIN_EPISODE_S,
+         f"0 (no evaluation) or at least {MIN_EPISODE_S:g} s"),
         ("dagger.select", d.select, d.select in ("best", "last"), "'best' or 'last'"),
         ("dagger.start_jitter_m", d.start_jitter_m, 0 <= d.start_jitter_m <= 0.5, "in [0, 0.5]"),
         ("training.batch_size", config.training.batch_size, config.training.batch_size >= 1,
@@ -145,13 +155,32 @@ def _validate(config: TrainConfig, source: str) -> TrainConfig:
         ("training.learning_rate_final", config.training.learning_rate_final,
          config.training.learning_rate_final > 0, "positive"),
         ("training.workers", config.training.workers, config.training.workers >= 0, ">= 0"),
+        ("training.torch_threads", t.torch_threads, t.torch_threads >= 0,
+         ">= 0 (0: one per core)"),
+        ("training.weight_decay", t.weight_decay, t.weight_decay >= 0, ">= 0"),
         ("training.train_nodes", config.training.train_nodes,
          1 <= config.training.train_nodes <= 21, "between 1 and 21"),
+        ("dagger.seed", d.seed, d.seed >= 0, ">= 0"),
     ]
     for name, value, ok, expected in checks:
         if not ok:
             raise ConfigError(f"{source}:{name}: expected {expected}, got {value!r}")
+    _check_trajectories(config, source)
     return config
+
+
+def _check_trajectories(config: TrainConfig, source: str) -> None:
+    """Every training trajectory must build in every orientation it will be flown with."""
+    from cableload_sim.trajectories import make_reference
+
+    d = config.dagger
+    orientations = ("constant", "zero-sideslip") if d.orientation == "both" else (d.orientation,)
+    for name in d.trajectories:
+        for orientation in orientations:
+            try:
+                make_reference(name, orientation=orientation)
+            except UsageError as err:
+                raise ConfigError(f"{source}:dagger.trajectories: {err}") from None
 
 
 def train_config_from_dict(data: dict, source: str = "train config") -> TrainConfig:
@@ -168,15 +197,14 @@ def train_config_from_dict(data: dict, source: str = "train config") -> TrainCon
         training=_build(TrainingConfig, f"{source}:training", data.get("training", {})),
         system_config=system,
     )
-    return _validate(config, source)
+    return validate(config, source)
 
 
 def load_train_config(path: str | Path) -> TrainConfig:
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"training config {str(path)!r} does not exist")
+    text = read_config_text(path, "training config")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML: {err}") from err
     config = train_config_from_dict(data, str(path))
@@ -184,9 +212,3 @@ def load_train_config(path: str | Path) -> TrainConfig:
         config = dataclasses.replace(config,
                                      system_config=str(path.parent / config.system_config))
     return config
-
-
-def train_config_from_json(text: str) -> TrainConfig:
-    """The resolved configuration written beside a run (``to_dict`` as JSON)."""
-    data = json.loads(text)
-    return train_config_from_dict(data, "resolved config")

@@ -27,13 +27,24 @@ import numpy as np
 import torch
 from torch import nn
 
-from learners.config import TrainConfig
+from cableload_sim.errors import CableloadError, OutputExistsError, ResourceError, UsageError
+from cableload_sim.horizon import N_NODES
+from cableload_sim.resources import available_memory, gigabytes
+from learners.config import TrainConfig, validate
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
 from learners.network import StudentNet
 from learners.store import RunStore, atomic_write_bytes
-from planners.student import StudentPlanner
+from planners.student import (
+    EGO_FEATURES,
+    LOAD_FEATURES,
+    PRIOR_FEATURES,
+    REF_FEATURES,
+    StudentPlanner,
+)
 
-TARGET_FIELDS = 12  # per node: p (relative to the own position), w (body rates), v, a
+
+class TrainingDiverged(CableloadError):
+    """The training loss or the weights stopped being finite; nothing is saved or exported."""
 
 # ---------------------------------------------------------------------------------------------
 # Collecting episodes (runs in worker processes)
@@ -202,8 +213,8 @@ class RayExecutor:
         try:
             import ray
         except ImportError as err:
-            raise RuntimeError("the ray executor needs Ray: pip install 'cableload[cluster]'") \
-                from err
+            raise CableloadError("the ray executor needs Ray: pip install "
+                                 "'cableload[cluster]'") from err
         self.ray = ray
         if not ray.is_initialized():
             if address:
@@ -302,7 +313,7 @@ def train_epochs(net: StudentNet, optimizer, data: dict, epochs: int, batch_size
     n = len(target)
     last = float("nan")
     net.train()
-    for _ in range(epochs):
+    for epoch in range(epochs):
         order = torch.randperm(n, generator=generator)
         total, count = 0.0, 0
         for start in range(0, n, batch_size):
@@ -311,17 +322,60 @@ def train_epochs(net: StudentNet, optimizer, data: dict, epochs: int, batch_size
             out = net.predict(ego[idx], load[idx], ref[idx], prior[idx], nodes=chosen,
                               with_jerk=False)
             loss = loss_terms(out, target[idx][:, chosen], std).sum()
+            value = loss.item()
+            if not np.isfinite(value):
+                rate = optimizer.param_groups[0]["lr"]
+                raise TrainingDiverged(
+                    f"the training loss became {value} (epoch {epoch}, batch "
+                    f"{start // batch_size}, learning rate {rate:g}); lower "
+                    "training.learning_rate")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            total += loss.item() * len(idx)
+            total += value * len(idx)
             count += len(idx)
         last = total / max(count, 1)
         if progress is not None:
             progress.update(1)
             progress.set_postfix(loss=f"{last:.4f}")
     net.eval()
+    check_finite_weights(net)
     return last
+
+
+def check_finite_weights(net: StudentNet) -> None:
+    """Refuse (``TrainingDiverged``) a network with a non-finite weight or normalization."""
+    for name, tensor in list(net.named_parameters()) + list(net.named_buffers()):
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise TrainingDiverged(f"network weight {name!r} is not finite; lower "
+                                   "training.learning_rate")
+
+
+RECORD_BYTES_PER_NODE = 4 * (REF_FEATURES + PRIOR_FEATURES + 4 * 3)
+"""Bytes of one labelled sample per horizon node: float32 reference, prior and target (p, w,
+v, a)."""
+
+
+def dataset_bytes(config: TrainConfig, n_uavs: int, planner_rate_hz: float) -> float:
+    """Bytes of the aggregated dataset after the last round: every quadrotor labelled at every
+    decision of every episode (what training holds in memory)."""
+    history = config.network.history
+    per_sample = 4 * history * (EGO_FEATURES + LOAD_FEATURES) + N_NODES * RECORD_BYTES_PER_NODE
+    d = config.dagger
+    decisions = d.rounds * d.episodes_per_round * d.episode_s * planner_rate_hz
+    return decisions * n_uavs * per_sample
+
+
+def _check_dataset_fits(config: TrainConfig, system_config) -> None:
+    needed = 2.0 * dataset_bytes(config, system_config.system.n_uavs,
+                                 system_config.simulation.planner_rate_hz)
+    available = available_memory()
+    if available is not None and needed > available:
+        raise ResourceError(
+            f"training on {config.dagger.rounds} rounds of {config.dagger.episodes_per_round} "
+            f"episodes of {config.dagger.episode_s:g} s needs about {gigabytes(needed)} of "
+            f"memory for the dataset, {gigabytes(available)} are available; expected shorter "
+            "or fewer episodes")
 
 
 def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng) -> tuple[str, str]:
@@ -368,20 +422,25 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
     have completed in this call (tests)."""
     from tqdm import tqdm
 
+    validate(config)
+    system_config = _system_config(config.system_config)
+    _check_dataset_fits(config, system_config)
+    if config.training.torch_threads:
+        torch.set_num_threads(config.training.torch_threads)
     store = RunStore(out_dir)
-    resolved = {**config.to_dict(), "system": _system_config(config.system_config).to_dict()}
+    resolved = {**config.to_dict(), "system": system_config.to_dict()}
     if resume:
         stored = store.read_config()
         if stored != json.loads(json.dumps(resolved, default=float)):
-            raise ValueError(f"{out_dir}: the stored run used another configuration; resume "
+            raise UsageError(f"{out_dir}: the stored run used another configuration; resume "
                              "it with the same one or start a new directory")
         done = store.completed_rounds()
     else:
         if store.completed_rounds() or store.has_shard(0):
-            raise FileExistsError(f"{out_dir} already holds a run; use --resume to continue it")
+            raise OutputExistsError(f"{out_dir} already holds a run; use --resume to continue "
+                                    "it")
         store.write_config(resolved)
         done = []
-    system_config = _system_config(config.system_config)
     d = config.dagger
     torch.manual_seed(d.seed)
     net = StudentNet(config.network)
@@ -395,8 +454,6 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                                      weight_decay=config.training.weight_decay)
         optimizer.load_state_dict(data["optimizer"])
         first = last + 1
-    if config.training.torch_threads:
-        torch.set_num_threads(config.training.torch_threads)
     summary = [row for row in store.read_summary() if row["round"] < first]
     pool = make_executor(executor, config.training.workers, address)
     beta = betas(d.rounds)
@@ -435,9 +492,16 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             generator = torch.Generator().manual_seed(d.seed * 1000 + k)
             epoch_bar = tqdm(total=d.epochs, desc=f"round {k} epochs", unit="epoch",
                              leave=False, disable=not progress)
-            loss = train_epochs(net, optimizer, data, d.epochs, config.training.batch_size,
-                                generator, epoch_bar, config.training.train_nodes)
-            epoch_bar.close()
+            try:
+                loss = train_epochs(net, optimizer, data, d.epochs, config.training.batch_size,
+                                    generator, epoch_bar, config.training.train_nodes)
+            except TrainingDiverged as err:
+                raise TrainingDiverged(
+                    f"{out_dir}: round {k}: {err}; no checkpoint of this round was saved and no "
+                    "policy exported (start a new run directory with the changed config)"
+                ) from None
+            finally:
+                epoch_bar.close()
             t_train = time.perf_counter() - t_round - t_collect
             row = {"round": k, "beta": float(beta[k]), "samples": int(len(data["t"])),
                    "loss": loss, "collect_s": t_collect, "train_s": t_train,
@@ -461,8 +525,9 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
         chosen = select_round(summary, d.select)
         if chosen != summary[-1]["round"]:
             net, _ = load_checkpoint(store.checkpoint_path(chosen))
+        check_finite_weights(net)
         row = next(r for r in summary if r["round"] == chosen)
-        export_policy(net, Path(out_dir) / "policy",
+        export_policy(net, Path(out_dir) / "policy", system=system_config.system,
                       info={"trained_on": list(d.trajectories), "orientation": d.orientation,
                             "rounds": d.rounds, "epochs": d.epochs, "selected_round": chosen,
                             "selection": d.select, "samples": row["samples"],

@@ -13,15 +13,18 @@ every checkpoint this module writes holds plain values only (``_plain``).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import math
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from cableload_sim.errors import FileContentError
+from cableload_sim.errors import FileContentError, InputMissingError, UsageError
 from cableload_sim.horizon import N_NODES
 from learners.network import NetworkConfig, StudentNet
 from learners.store import atomic_write_bytes
@@ -42,6 +45,10 @@ class UnsafeCheckpoint(FileContentError):
 
 class CorruptCheckpoint(FileContentError):
     """A file that is not a readable checkpoint (truncated, random bytes, another format)."""
+
+
+class PolicySystemWarning(UserWarning):
+    """A policy flown on a system other than the one it was trained for (or not recorded)."""
 
 
 def _interface() -> dict:
@@ -75,17 +82,19 @@ def read_checkpoint(source: bytes | Path, name: str) -> dict:
         data = torch.load(io.BytesIO(source) if isinstance(source, bytes) else source,
                           map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        if "weights only load failed" in str(err).lower():
-            reason = next((line.strip() for line in str(err).splitlines()
-                           if "unsupported global" in line.lower()), "a non-weight object")
+        lines = [line.strip() for line in str(err).splitlines()]
+        reason = next((line for line in lines if "unsupported global" in line.lower()), None)
+        if "weights only load failed" in str(err).lower() and reason is not None:
             raise UnsafeCheckpoint(
                 f"{name}: refused: the file holds Python objects besides weights ({reason}); "
                 "a checkpoint may hold only tensors, numbers, strings, lists and dicts, and "
                 "nothing in it was run") from None
-        raise CorruptCheckpoint(f"{name}: not a readable checkpoint ({err})") from None
-    except (RuntimeError, EOFError, OSError, ValueError, KeyError) as err:
-        if isinstance(err, FileNotFoundError | PermissionError | IsADirectoryError):
-            raise
+        detail = next((line for line in lines if line.lower().startswith("unsupported")),
+                      lines[0] if lines else type(err).__name__)
+        raise CorruptCheckpoint(f"{name}: not a readable checkpoint ({detail})") from None
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise
+    except Exception as err:  # noqa: BLE001 - damaged bytes fail anywhere inside torch.load
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise CorruptCheckpoint(f"{name}: not a readable checkpoint ({first})") from None
     if not isinstance(data, dict):
@@ -123,7 +132,7 @@ def network_from_checkpoint(data: dict, source: str) -> StudentNet:
 def load_checkpoint(path: Path) -> tuple[StudentNet, dict]:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+        raise InputMissingError(f"checkpoint {str(path)!r} does not exist")
     data = read_checkpoint(path, str(path))
     return network_from_checkpoint(data, str(path)), data
 
@@ -190,8 +199,16 @@ class OnnxPolicy:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(path), options,
-                                            providers=["CPUExecutionProvider"])
+        try:
+            self.session = ort.InferenceSession(str(path), options,
+                                                providers=["CPUExecutionProvider"])
+        except Exception as err:  # noqa: BLE001 - onnxruntime raises its own, untyped errors
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise CorruptCheckpoint(f"{path}: not a readable ONNX model ({first})") from None
+        names = [node.name for node in self.session.get_inputs()]
+        if names != list(INPUTS):
+            raise IncompatibleCheckpoint(f"{path}: ONNX model with inputs {names}; this code "
+                                         f"feeds {list(INPUTS)}")
 
     def __call__(self, ego, load, ref, prior) -> dict:
         out = self.session.run(list(OUTPUTS), {
@@ -200,28 +217,109 @@ class OnnxPolicy:
         return {k: v.astype(np.float64) for k, v in zip(OUTPUTS, out)}
 
 
-def export_policy(net: StudentNet, out_dir: Path, info: dict | None = None) -> None:
-    """Write ``student.pt``, ``student.onnx`` and ``policy.json`` (human-readable facts)."""
+def export_policy(net: StudentNet, out_dir: Path, info: dict | None = None,
+                  system=None) -> None:
+    """Write ``student.pt``, ``student.onnx`` and ``policy.json`` (human-readable facts, with
+    ``system``, the ``SystemParams`` trained on, so that flying another one is noticed)."""
     out_dir = Path(out_dir)
     save_checkpoint(out_dir / "student.pt", net, {"info": info or {}})
     export_onnx(net, out_dir / "student.onnx")
-    atomic_write_bytes(out_dir / "policy.json", json.dumps(
-        {"network": net.config.to_dict(), "interface": _interface(), **_plain(info or {})},
-        indent=1, default=float).encode())
+    facts = {"network": net.config.to_dict(), "interface": _interface(), **_plain(info or {})}
+    if system is not None:
+        facts["system"] = _plain(dataclasses.asdict(system))
+    atomic_write_bytes(out_dir / "policy.json", json.dumps(facts, indent=1, default=float).encode())
+
+
+def read_policy_info(policy_dir: Path) -> dict:
+    """The facts of ``policy.json`` in a policy directory ({} when there is none)."""
+    path = Path(policy_dir) / "policy.json"
+    if not path.is_file():
+        return {}
+    try:
+        info = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise FileContentError(f"{path}: not valid JSON ({err})") from None
+    except OSError as err:
+        raise FileContentError(f"{path}: cannot be read ({err.strerror})") from None
+    if not isinstance(info, dict):
+        raise FileContentError(f"{path}: expected a JSON object, found {type(info).__name__}")
+    return info
+
+
+def system_differences(trained, flown, path: str = "") -> list[str]:
+    """How the system ``flown`` differs from ``trained`` (both ``dataclasses.asdict`` of a
+    ``SystemParams``), one line per differing value, per-quadrotor lines merged as ``[*]``."""
+    if isinstance(trained, dict) and isinstance(flown, dict):
+        lines = []
+        for key in sorted(trained.keys() | flown.keys()):
+            lines += system_differences(trained.get(key), flown.get(key),
+                                        f"{path}.{key}" if path else str(key))
+        return list(dict.fromkeys(lines))
+    if isinstance(trained, list | tuple) and isinstance(flown, list | tuple):
+        if len(trained) != len(flown):
+            return [f"{path}: {len(trained)} entries (flying {len(flown)})"]
+        lines = []
+        for item_trained, item_flown in zip(trained, flown, strict=True):
+            lines += system_differences(item_trained, item_flown, f"{path}[*]")
+        return list(dict.fromkeys(lines))
+    numbers = (int, float)
+    if isinstance(trained, numbers) and isinstance(flown, numbers) \
+            and not isinstance(trained, bool) and not isinstance(flown, bool):
+        if math.isclose(trained, flown, rel_tol=1e-9, abs_tol=1e-12):
+            return []
+        return [f"{path} = {trained:g} (flying {flown:g})"]
+    return [] if trained == flown else [f"{path} = {trained!r} (flying {flown!r})"]
+
+
+def check_policy_system(info: dict, system, policy_dir) -> None:
+    """Warn (``PolicySystemWarning``) when ``system`` is not the one the policy was trained
+    for, naming what differs, or when the policy does not record it."""
+    trained = info.get("system")
+    if not isinstance(trained, dict):
+        warnings.warn(f"policy {str(policy_dir)!r} does not record the system it was trained for "
+                      "(policy.json has no 'system'); its plans may not suit this one",
+                      PolicySystemWarning, stacklevel=3)
+        return
+    differences = system_differences(trained, _plain(dataclasses.asdict(system)))
+    if not differences:
+        return
+    n_trained = len(trained.get("quadrotors", []))
+    if n_trained != system.n_uavs:  # the per-quadrotor lists differ in length: said once
+        counted = f"{n_trained} entries (flying {system.n_uavs})"
+        differences = [f"trained for {n_trained} quadrotors, flying {system.n_uavs}"] + [
+            line for line in differences if not line.endswith(counted)]
+    shown = "; ".join(differences[:4]) + ("; ..." if len(differences) > 4 else "")
+    warnings.warn(f"policy {str(policy_dir)!r} was trained for another system: {shown}",
+                  PolicySystemWarning, stacklevel=3)
 
 
 def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
     """(policy callable, history length, checkpoint data) of a policy directory (default: the
     shipped one)."""
     policy_dir = Path(policy_dir) if policy_dir is not None else SHIPPED_POLICY
+    if runtime not in ("torch", "onnx"):
+        raise UsageError(f"runtime: expected 'torch' or 'onnx', got {runtime!r}")
+    if not policy_dir.is_dir():
+        raise InputMissingError(f"policy directory {str(policy_dir)!r} does not exist")
     net, data = load_checkpoint(policy_dir / "student.pt")
     if runtime == "torch":
         policy = TorchPolicy(net)
-    elif runtime == "onnx":
+    else:
         onnx_path = policy_dir / "student.onnx"
         if not onnx_path.is_file():
-            raise FileNotFoundError(f"{str(onnx_path)!r} does not exist; export the policy first")
+            raise InputMissingError(f"{str(onnx_path)!r} does not exist; export the policy "
+                                    "first")
         policy = OnnxPolicy(onnx_path)
-    else:
-        raise ValueError(f"runtime: expected 'torch' or 'onnx', got {runtime!r}")
     return policy, net.config.history, data
+
+
+def student_planner(config, policy: str | Path | None = None, runtime: str = "torch"):
+    """The student planner flying the policy in directory ``policy`` (default: the shipped
+    one) on ``config``'s system, warning when the policy was trained for another system
+    (``planners.make_planner("student", config, policy=..., runtime=...)`` calls this)."""
+    from planners.student import StudentPlanner
+
+    policy_dir = Path(policy) if policy is not None else SHIPPED_POLICY
+    callable_policy, history, _ = load_policy(policy_dir, runtime)
+    check_policy_system(read_policy_info(policy_dir), config.system, policy_dir)
+    return StudentPlanner.from_config(config, callable_policy, history)

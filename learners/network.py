@@ -310,8 +310,3 @@ def _node_gradient(values, t):
     first = (values[:, 1:2] - values[:, 0:1]) / (t[1] - t[0])
     last = (values[:, -1:] - values[:, -2:-1]) / (t[-1] - t[-2])
     return torch.cat([first, inner, last], dim=1)
-
-
-def count_parameters(net: nn.Module) -> int:
-    return sum(p.numel() for p in net.parameters())
-

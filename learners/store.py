@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cableload_sim.errors import FileContentError, InputMissingError
+
 SAMPLE_ARRAYS = ("ego", "load", "ref", "prior", "target", "t", "quad", "episode")
 
 
@@ -56,8 +58,11 @@ class RunStore:
     def read_config(self) -> dict:
         path = self.root / "config.json"
         if not path.is_file():
-            raise FileNotFoundError(f"{self.root} holds no training run (no config.json)")
-        return json.loads(path.read_text())
+            raise InputMissingError(f"{self.root} holds no training run (no config.json)")
+        try:
+            return json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise FileContentError(f"{path}: not valid JSON ({err})") from None
 
     # -- dataset -----------------------------------------------------------------------------
 

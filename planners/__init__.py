@@ -1,35 +1,47 @@
 """Planners: formation baselines, the teacher NMPC, the decentralized student.
 
-``make_planner(name, config)`` finds a planner by name and imports what it needs only then.
+``make_planner(name, config, **options)`` finds a planner by name and imports what it needs
+only then. An entry point is a class (built by its ``from_config(config, **options)``, or from
+``config.system``) or a factory ``(config, **options) -> planner``. ``student`` is the factory
+of ``learners.export``, which loads a trained policy (``policy=DIR``, ``runtime="torch"`` or
+``"onnx"``): the one entry that names the learning code, as a string, so that this package never
+imports it and torch loads only when the student is asked for.
 """
 
 from __future__ import annotations
 
 import importlib
+from types import MappingProxyType
 
-_REGISTRY = {
+from cableload_sim.errors import UsageError
+
+_REGISTRY = MappingProxyType({
     "formation": ("planners.formation:FormationPlanner", {"tilt": False}),
     "formation-tilt": ("planners.formation:FormationPlanner", {"tilt": True}),
     "teacher": ("planners.teacher:TeacherPlanner", {}),
-}
-
-
-def register(name: str, entry_point: str, **defaults) -> None:
-    """Make ``make_planner(name, ...)`` build ``module:Class(system, **defaults, **kwargs)``."""
-    _REGISTRY[name] = (entry_point, defaults)
+    "student": ("learners.export:student_planner", {}),
+})
 
 
 def planner_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make_planner(name: str, config, **kwargs):
-    """Instantiate the planner registered as ``name`` for ``config`` (a ``Config``)."""
+def check_planner_name(name: str) -> str:
+    """``name``, or a ``UsageError`` listing the known planners."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown planner {name!r}; expected one of {planner_names()}")
-    entry, defaults = _REGISTRY[name]
-    module, cls = entry.split(":")
-    planner_cls = getattr(importlib.import_module(module), cls)
-    if hasattr(planner_cls, "from_config"):
-        return planner_cls.from_config(config, **{**defaults, **kwargs})
-    return planner_cls(config.system, **{**defaults, **kwargs})
+        raise UsageError(f"unknown planner {name!r}; expected one of {planner_names()}")
+    return name
+
+
+def make_planner(name: str, config, **options):
+    """Instantiate the planner registered as ``name`` for ``config`` (a ``Config``)."""
+    entry, defaults = _REGISTRY[check_planner_name(name)]
+    module, attribute = entry.split(":")
+    target = getattr(importlib.import_module(module), attribute)
+    options = {**defaults, **options}
+    if hasattr(target, "from_config"):
+        return target.from_config(config, **options)
+    if isinstance(target, type):
+        return target(config.system, **options)
+    return target(config, **options)

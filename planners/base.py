@@ -16,8 +16,15 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from cableload_sim.errors import UsageError
 from cableload_sim.horizon import node_times
+from cableload_sim.params import SystemParams
+from cableload_sim.rotations import quat_to_matrix
+from cableload_sim.statics import hover_geometry
 from cableload_sim.world import UavTrajectory, WorldState
+
+REFERENCE_CHECK_S = 600.0
+"""How far (s) ``PlanBounds.check_reference`` looks: longer references repeat (loops) or hold."""
 
 
 @runtime_checkable
@@ -66,6 +73,40 @@ class PlanBounds:
         if np.linalg.norm(plan.body_rates, axis=1).max() > self.max_body_rate:
             return f"body rate above {self.max_body_rate} rad/s"
         return None
+
+    def check_reference(self, reference, system: SystemParams, duration: float) -> None:
+        """Refuse (``UsageError``) a load reference that the quadrotors cannot follow inside
+        these bounds during ``duration`` (s): every plan would be replaced and nothing flown.
+
+        The quadrotors are placed in their hover formation around the reference's pose (every
+        20 ms over the first ``REFERENCE_CHECK_S``); the reference's speed and acceleration are
+        the load's.
+        """
+        span = min(float(duration), REFERENCE_CHECK_S)
+        times = np.linspace(0.0, span, max(2, int(np.ceil(span / 0.02)) + 1))
+        sample = reference.sample(times)
+        geometry = hover_geometry(system)
+        lengths = np.array([c.length for c in system.cables])
+        offsets = system.attachment_array() + lengths[:, None] * geometry.directions
+        uav_p = sample.p[:, None, :] + np.einsum("kij,nj->kni", quat_to_matrix(sample.q), offsets)
+        lo, hi = np.asarray(self.position_min), np.asarray(self.position_max)
+        name = getattr(reference, "name", "load reference")
+        outside = np.any((uav_p < lo) | (uav_p > hi), axis=2)
+        if outside.any():
+            k, i = np.argwhere(outside)[0]
+            raise UsageError(
+                f"{name}: at t = {times[k]:.2f} s quadrotor {i} would be at "
+                f"{np.round(uav_p[k, i], 2).tolist()} m, outside the allowed box "
+                f"[{lo.tolist()}, {hi.tolist()}] m; every plan would be replaced")
+        for what, values, limit, unit in (("speed", sample.v, self.max_speed, "m/s"),
+                                          ("acceleration", sample.a, self.max_acceleration,
+                                           "m/s^2")):
+            norms = np.linalg.norm(values, axis=1)
+            if norms.max() > limit:
+                k = int(np.argmax(norms))
+                raise UsageError(f"{name}: the load's {what} reaches {norms[k]:.3g} {unit} at "
+                                 f"t = {times[k]:.2f} s, above the {limit:g} {unit} a plan may "
+                                 "have; every plan would be replaced")
 
 
 def hover_plan(t: float, position) -> UavTrajectory:

@@ -194,48 +194,55 @@ class StudentPlanner:
     def observe(self, state: WorldState, reference) -> list[EncodedObservation]:
         """Each quadrotor takes in its own local observation (nothing else) and encodes it. A
         non-finite observation stays out of the history and is encoded as unusable."""
-        encoded = []
-        slots = sample = None
-        for i, encoder in enumerate(self.encoders):
-            obs = state.local(i, self.rho[i], self.attach[i])
-            if obs.is_finite():
-                encoder.push(obs)
-                if slots is None:  # the reference and formation over the horizon: the same
-                    # for every quadrotor (functions of the reference and time alone), so
-                    # computed once here
-                    slots = self.prior.slot_plans(obs.t, reference)
-                    sample = reference.sample(node_times(obs.t))
-                encoded.append(encoder.encode(reference, slots[i], self.prior, sample))
-            else:
-                encoded.append(_unusable(obs, self.history))
-        return encoded
+        shared: dict = {}  # the reference and formation over the horizon: the same for every
+        # quadrotor (functions of the reference and time alone), so computed once here
+        return [self.observe_local(i, state.local(i, self.rho[i], self.attach[i]), reference,
+                                   shared) for i in range(self.system.n_uavs)]
 
-    def act(self, encoded: list[EncodedObservation], positions: np.ndarray) -> list[UavTrajectory]:
-        """Plans from encoded observations; ``positions`` (n, 3) are each quadrotor's own
-        positions (only used to hold hover where an observation is unusable)."""
-        good = [i for i, e in enumerate(encoded) if e.is_finite()]
+    def observe_local(self, i: int, obs: LocalObservation, reference,
+                      shared: dict | None = None) -> EncodedObservation:
+        """Quadrotor ``i`` takes in its own observation and encodes it (a planner node per
+        quadrotor calls this with what it alone observes). ``shared`` caches the reference
+        and the formation slots over the horizon between quadrotors planning at one time."""
+        if not obs.is_finite():
+            return _unusable(obs, self.history)
+        self.encoders[i].push(obs)
+        shared = {} if shared is None else shared
+        if "slots" not in shared:
+            shared["slots"] = self.prior.slot_plans(obs.t, reference)
+            shared["sample"] = reference.sample(node_times(obs.t))
+        return self.encoders[i].encode(reference, shared["slots"][i], self.prior,
+                                       shared["sample"])
+
+    def act(self, encoded: list[EncodedObservation], positions: np.ndarray,
+            uavs: list[int] | None = None) -> list[UavTrajectory]:
+        """Plans from encoded observations; ``positions`` (len(encoded), 3) are each
+        quadrotor's own positions (only used to hold hover where an observation is unusable);
+        ``uavs`` the quadrotors they belong to (default: all, in order)."""
+        uavs = list(range(len(encoded))) if uavs is None else list(uavs)
+        good = [k for k, e in enumerate(encoded) if e.is_finite()]
         plans: list[UavTrajectory | None] = [None] * len(encoded)
         if good:
             start = time.perf_counter()
-            out = self.policy(np.stack([encoded[i].ego for i in good]),
-                              np.stack([encoded[i].load for i in good]),
-                              np.stack([encoded[i].ref for i in good]),
-                              np.stack([encoded[i].prior for i in good]))
+            out = self.policy(np.stack([encoded[k].ego for k in good]),
+                              np.stack([encoded[k].load for k in good]),
+                              np.stack([encoded[k].ref for k in good]),
+                              np.stack([encoded[k].prior for k in good]))
             self.infer_times.append((time.perf_counter() - start) / len(good))
-            for row, i in enumerate(good):
-                e = encoded[i]
-                plan = trajectory_from_output(e.t, e.origin, *(out[k][row] for k in
+            for row, k in enumerate(good):
+                e = encoded[k]
+                plan = trajectory_from_output(e.t, e.origin, *(out[name][row] for name in
                                                                 ("p", "v", "a", "j", "w")))
                 if self.bounds.violation(plan) is None:
-                    plans[i] = plan
+                    plans[k] = plan
                 else:
                     self.bad_outputs += 1
-                    plans[i] = self._fallback(i, e.t, positions[i])
-        for i, e in enumerate(encoded):
-            if plans[i] is None:
+                    plans[k] = self._fallback(uavs[k], e.t, positions[k])
+        for k, e in enumerate(encoded):
+            if plans[k] is None:
                 self.bad_observations += 1
-                plans[i] = self._hold(i, e.t, positions[i])
-            self.previous[i] = plans[i]
+                plans[k] = self._hold(uavs[k], e.t, positions[k])
+            self.previous[uavs[k]] = plans[k]
         return plans
 
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:

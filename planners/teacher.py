@@ -1,4 +1,4 @@
-"""The teacher: centralized kinodynamic NMPC on the load-cable model (DESIGN.md section 6).
+"""The teacher: centralized kinodynamic NMPC on the load-cable model of Sun et al. (2025).
 
 Every planner period it solves, warm-started from its previous solution, an optimal control
 problem over the paper's 21-node horizon: track the load reference (position, attitude,

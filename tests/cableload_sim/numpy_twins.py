@@ -432,8 +432,10 @@ def _block(start: int, width: int = 3) -> slice:
 
 
 def held_heading(R: np.ndarray) -> np.ndarray:
-    """(cos, sin) of the heading of the body x axis; +x when that axis is vertical."""
-    h = R[:2, 0]
+    """The heading c (cos, sin) for which the target construction of ``attitude_rate_command``
+    with z = body z gives back R: horizontal and perpendicular to body y, ``c ~ y_B x e_z``;
+    +x when body y is vertical."""
+    h = np.cross(R[:, 1], [0.0, 0.0, 1.0])[:2]
     norm = np.hypot(*h)
     return np.array([1.0, 0.0]) if norm < 1e-6 else h / norm
 
@@ -462,24 +464,55 @@ def attitude_rate_command(q, z_des, heading, att_gain, yaw_gain):
     return np.array([att_gain * q_tilt[1], att_gain * q_tilt[2], yaw_gain * q_yaw[3]]), False
 
 
+def tilt_barrier(R: np.ndarray, rate: np.ndarray, max_tilt: float, brake: float):
+    """Body-rate command ``rate`` limited so that the tilt cannot overshoot ``max_tilt``.
+
+    With the tilt angle th of body z, its horizontal direction e and k = e_z x e (world): the
+    world rate about k (the tilt rate) is kept within [-brake (max_tilt + th), brake (max_tilt -
+    th)] and the one about e (the tilt direction's turn) within +-brake max_tilt; the rest of
+    the rate is unchanged. Returns (rate, whether it was changed).
+    """
+    z = R[:, 2]
+    sin_tilt = np.hypot(z[0], z[1])
+    if sin_tilt < 1e-9:
+        return rate, False
+    e = np.array([z[0], z[1], 0.0]) / sin_tilt
+    k = np.cross([0.0, 0.0, 1.0], e)
+    tilt = np.arctan2(sin_tilt, z[2])
+    world = R @ rate
+    about_k, about_e = world @ k, world @ e
+    dk = np.clip(about_k, -brake * (max_tilt + tilt), brake * (max_tilt - tilt)) - about_k
+    de = np.clip(about_e, -brake * max_tilt, brake * max_tilt) - about_e
+    if dk == 0.0 and de == 0.0:
+        return rate, False
+    return rate + R.T @ (dk * k + de * e), True
+
+
 def allocate(thrust: float, torque: np.ndarray, quad: QuadModel):
     """Rotor speed commands for a collective thrust and body torque.
 
     The thrust is first limited to what four rotors can give; if a rotor would leave its range
-    the yaw torque is dropped; finally every rotor thrust is clipped. Returns
-    (speeds (4,), info dict).
+    the yaw torque is dropped; if one still would, the collective thrust is shifted (all rotors
+    equally, which leaves the torques alone) just enough to bring it back, when that keeps the
+    others within range; finally every rotor thrust is clipped. Returns (speeds (4,), info).
     """
     f_min = quad.kf * quad.speed_min**2
     f_max = quad.kf * quad.speed_max**2
     thrust_limited = float(np.clip(thrust, 4.0 * f_min, 4.0 * f_max))
     f = quad.alloc_inv @ np.array([thrust_limited, *torque])
     yaw_dropped = bool(np.any((f < f_min) | (f > f_max)))
+    shift = 0.0
     if yaw_dropped:
         f = quad.alloc_inv @ np.array([thrust_limited, torque[0], torque[1], 0.0])
+        if f.min() < f_min and f.max() + (f_min - f.min()) <= f_max:
+            shift = f_min - f.min()
+        elif f.max() > f_max and f.min() - (f.max() - f_max) >= f_min:
+            shift = f_max - f.max()
+        f = f + shift
     clipped = bool(np.any((f < f_min) | (f > f_max)))
     f = np.clip(f, f_min, f_max)
     info = dict(thrust_limited=thrust_limited != thrust, yaw_dropped=yaw_dropped,
-                rotor_clipped=clipped)
+                thrust_shifted=shift != 0.0, rotor_clipped=clipped)
     return np.sqrt(f / quad.kf), info
 
 
@@ -517,7 +550,9 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t) -
     prev_f, prev_t = _block(L.CS_PREV_FORCE), _block(L.CS_PREV_TORQUE)
     heading = _block(L.CS_HEADING, 2)
     hold = _block(L.CS_HOLD_POS)
-    if cs[L.CS_INITIALIZED] == 0.0:
+    pull_slow = _block(L.CS_PULL_SLOW)
+    fresh = cs[L.CS_INITIALIZED] == 0.0
+    if fresh:
         cs[acc] = 0.0
         cs[alpha_f] = 0.0
         cs[force_f] = thrust_vec
@@ -566,14 +601,30 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t) -
     cs[L.CS_MODE] = mode
     info["mode"] = mode
 
-    # position loop, INDI force: F = F_filt + m (a_cmd - a_filt)
+    # the cable's pull as INDI sees it and its slow part (first-order filter, seeded on the
+    # first update); yielded to: all of its fast part when holding; when tracking, a share
+    # (often 0) of its part across the cable (the slow pull's direction), less what a mass mu
+    # carried rigidly would add under the plan's acceleration
+    tracking = mode == L.MODE_TRACKING
+    compliance = gains[L.G_TRACK_COMPLIANCE] if tracking else gains[L.G_HOLD_COMPLIANCE]
+    predict = tracking and compliance != 0.0 and not fresh and cs[L.CS_PULL_SLOW + 2] < 0.0
+    mu = -cs[L.CS_PULL_SLOW + 2] / g if predict else 0.0
+    e_z = np.array([0.0, 0.0, 1.0])
+    pull = quad.mass * cs[acc] - cs[force_f] + quad.mass * g * e_z + mu * ref.a
+    cs[pull_slow] += (1.0 if fresh else gains[L.G_PULL_ALPHA]) * (pull - cs[pull_slow])
+    fast_pull = pull - cs[pull_slow]
+    axis = cs[pull_slow]
+    if tracking and axis @ axis > 0.0:
+        fast_pull = fast_pull - (fast_pull @ axis) / (axis @ axis) * axis
+
+    # position loop, INDI force: F = F_filt + m (a_cmd - a_filt) + compliance * fast pull
     e = ref.p - p
     e_norm = np.linalg.norm(e)
     info["error_clipped"] = bool(e_norm > gains[L.G_MAX_POS_ERR])
     if info["error_clipped"]:
         e = e * (gains[L.G_MAX_POS_ERR] / e_norm)
     a_cmd = ref.a + gains[_block(L.G_KP)] * e + gains[_block(L.G_KV)] * (ref.v - v)
-    F = cs[force_f] + quad.mass * (a_cmd - cs[acc])
+    F = cs[force_f] + quad.mass * (a_cmd - cs[acc]) + compliance * fast_pull
     # thrust axis kept upward and within the tilt limit (the vertical part has priority)
     info["lift_raised"] = bool(F[2] < 0.2 * quad.mass * g)
     F[2] = max(F[2], 0.2 * quad.mass * g)
@@ -587,8 +638,13 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t) -
     rate_cmd, info["upside_down"] = attitude_rate_command(
         q, z_des, cs[heading], gains[L.G_ATT_GAIN], gains[L.G_YAW_GAIN])
 
-    # INDI body rates: tau = tau_filt + J (K_w (w_cmd - w) - alpha_filt), plan rates fed forward
-    alpha_cmd = gains[_block(L.G_RATE_GAIN)] * (rate_cmd + ref.rate - w)
+    # plan rates fed forward, then the tilt barrier
+    lag = gains[L.G_RATE_LAG] + quad.motor_tau  # rate loop and filters, motors
+    rate_cmd, info["tilt_braked"] = tilt_barrier(R, rate_cmd + ref.rate, gains[L.G_MAX_TILT],
+                                                 0.25 / lag)
+
+    # INDI body rates: tau = tau_filt + J (K_w (w_cmd - w) - alpha_filt)
+    alpha_cmd = gains[_block(L.G_RATE_GAIN)] * (rate_cmd - w)
     torque = cs[torque_f] + quad.inertia * (alpha_cmd - cs[alpha_f])
 
     cs[_block(L.CS_ROTOR_CMD, 4)], alloc_info = allocate(thrust, torque, quad)

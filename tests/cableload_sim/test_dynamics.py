@@ -49,7 +49,7 @@ def pendulum_system(length=1.0):
         rotor=dataclasses.replace(base.quadrotors[0].rotor, thrust_coeff=mass * 9.81 / (4 * speed**2),
                                   speed_max=2 * speed))
     load = dataclasses.replace(base.load, mass=1.0, inertia=(1e-4, 1e-4, 1e-4),
-                               attachments=((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+                               attachments=((0.0, 0.0, 0.0), (0.01, 0.0, 0.0)))
     cables = (CableParams(length=length, stiffness=5000.0, damping=0.0),
               CableParams(length=100.0, stiffness=5000.0, damping=0.0))
     return dataclasses.replace(base, load=load, quadrotors=(quad, quad), cables=cables,
@@ -199,19 +199,35 @@ def test_slack_cable_exerts_no_force(paper_config):
 
 
 def test_external_wrench_accelerates_the_load(paper_config):
-    """A 3 N horizontal force on the free-falling system accelerates the load at 3 / m_L
-    while the cables cannot yet react (first step)."""
+    """With its cables slack (quadrotors 0.3 m lower, load falling freely), a world wrench of
+    3 N along x and 0.5 N m about z on the level load gives, over 50 steps, exactly the
+    accelerations of Newton and Euler: dv = t (F / m_L - g e_z) and, about the principal z axis,
+    dw_z = t tau_z / J_z (no gyroscopic term for a rotation about one principal axis)."""
+    system = paper_config.system
     sim = Simulator(paper_config)
-    n = 3
-    R = np.empty((n + 1, 9))
-    force = np.empty((n + 1, 3))
-    torque = np.empty((n + 1, 3))
-    tension = np.empty(n)
-    kernels.compute_forces(sim.x, sim.model, n, np.zeros(6), R, force, torque, tension)
-    base = force[0].copy()
-    kernels.compute_forces(sim.x, sim.model, n, np.array([3.0, 0, 0, 0, 0, 0.5]), R, force,
-                           torque, tension)
-    assert np.allclose(force[0] - base, [3.0, 0.0, 0.0])
+    x = sim.x.copy()
+    for i in range(system.n_uavs):
+        x[layout.quad_offset(i) + 2] -= 0.3
+    wrench = np.array([[3.0, 0.0, 0.0, 0.0, 0.0, 0.5]])
+    steps, h = 50, 1e-3
+    n = system.n_uavs
+    model = layout.pack_model(system)
+    ctrl = np.zeros((n, layout.CS_SIZE))
+    plans, status = layout.empty_plans(n)
+    log_x, log_t = np.empty((steps, x.size)), np.empty((steps, n))
+    fcache, fvalid = layout.empty_force_cache(n)
+    kernels.advance(x, ctrl, plans, status, np.zeros((n, layout.K_SIZE)), model, model,
+                    np.zeros(layout.G_SIZE), n, 1, h, steps, NO_CONTROLLER, wrench,
+                    layout.new_stats(n), fcache, fvalid, 1, log_x, log_t)
+    assert np.all(log_t == 0.0)  # the cables never pulled
+    t = steps * h
+    load = system.load
+    dv = x[layout.LOAD_VEL : layout.LOAD_VEL + 3] - sim.x[layout.LOAD_VEL : layout.LOAD_VEL + 3]
+    np.testing.assert_allclose(dv, t * np.array([3.0 / load.mass, 0.0, -system.gravity]),
+                               rtol=1e-12, atol=1e-14)
+    dw = x[layout.LOAD_RATE : layout.LOAD_RATE + 3]
+    np.testing.assert_allclose(dw, [0.0, 0.0, t * 0.5 / load.inertia_matrix()[2, 2]],
+                               rtol=1e-12, atol=1e-14)
 
 
 def test_external_torque_enters_the_load_in_its_body_frame(paper_config):

@@ -89,6 +89,20 @@ def test_uavs_from_toml_polygon():
         ({"load": {"uavs": 1}}, r"load\.uavs: expected an integer >= 2, got 1"),
         ({"mismatch": {"cable_length_deltas": [0.1, 0.2]}}, r"expected 3 values.*got 2"),
         ({"unknown_table": {}}, r"unknown key 'unknown_table'"),
+        # sizes the machine cannot run are refused with the number they would need
+        ({"simulation": {"physics_dt": 1e-9}},
+         r"physics_dt: expected at least 1e-05 s, got 1e-09: that step needs 1e\+09 physics "
+         r"steps per simulated second"),
+        ({"simulation": {"planner_rate_hz": 1e-3}},
+         r"planner_rate_hz: expected at least 0\.5\d* Hz \(a plan lasts 1\.9\d s"),
+        ({"simulation": {"log_rate_hz": 5.0}}, r"log_rate_hz: expected at least planner_rate_hz"),
+        ({"controller": {"rate_hz": 300.0}}, r"controller\.rate_hz: 300\.0 Hz is not a whole "
+                                              r"fraction of the physics rate 1000 Hz"),
+        ({"simulation": {"planner_rate_hz": 30.0}}, r"planner_rate_hz: 30\.0 Hz is not a whole"),
+        ({"load": {"uavs": 65}}, r"load\.uavs: expected an integer <= 64, got 65"),
+        ({"load": {"attachments": [[0.1, 0.1, 0.06]] * 3}},
+         r"load\.attachments: points 0 and 1 coincide at \[0\.1, 0\.1, 0\.06\] m; expected "
+         r"distinct points"),
     ],
 )
 def test_invalid_config_names_field_value_and_expectation(data, match):
@@ -104,6 +118,31 @@ def test_missing_file_and_bad_toml(tmp_path):
     bad.write_text("[load\nmass = 1")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+def test_a_config_that_is_not_text_is_refused_with_its_name(tmp_path, rng):
+    noise = tmp_path / "noise.toml"
+    noise.write_bytes(b"\x99" + rng.bytes(4000))
+    with pytest.raises(ConfigError, match=r"noise\.toml' is not UTF-8 text"):
+        load_config(noise)
+    with pytest.raises(ConfigError, match=r"'/dev/zero' is not a regular file"):
+        load_config("/dev/zero")  # never read: it has no end
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load_config(tmp_path)
+    huge = tmp_path / "huge.toml"
+    huge.write_bytes(b"# " + b"x" * (2 << 20))
+    with pytest.raises(ConfigError, match="larger than"):
+        load_config(huge)
+
+
+def test_config_errors_are_usage_errors():
+    from cableload_sim.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        config_from_dict({"load": {"mass": -1.0}})
+    assert caught.value.exit_status == 2 and isinstance(caught.value, ValueError)
+    with pytest.raises(ConfigError, match="uavs: expected an integer <= 64"):
+        load_config(uavs=1000)
 
 
 def test_mismatch_changes_only_the_simulated_system(paper_config):

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("rosbags")
 pytest.importorskip("matplotlib")
 
-from conftest import fly_formation  # noqa: E402
+from flights import fly_formation  # noqa: E402
 
 from cableload_sim.metrics import uav_distances  # noqa: E402
 from cableload_sim.plots import (  # noqa: E402

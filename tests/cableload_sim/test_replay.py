@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("rosbags")
 pytest.importorskip("pyvista")
 
-from conftest import fly_formation  # noqa: E402
+from flights import fly_formation  # noqa: E402
 
 from cableload_sim.replay import (  # noqa: E402
     LOAD_COLOR,

@@ -17,7 +17,8 @@ import pytest
 
 pytest.importorskip("rosbags")
 
-from rosbags.rosbag1 import Reader, Writer  # noqa: E402
+from flights import write_flight_bag  # noqa: E402
+from rosbags.rosbag1 import Reader  # noqa: E402
 
 from cableload_sim.runlog import (  # noqa: E402
     LOAD_POSE_TOPIC,
@@ -47,7 +48,7 @@ def recorded(tmp_path_factory, paper_config):
     backend = make_backend("embedded", paper_config)
     result = run_episode(backend, make_planner("formation", paper_config),
                          make_reference("eight-slow"), 5.0, record_plans=True,
-                         logger=RunLogWriter(path, paper_config))
+                         keep_samples=True, logger=RunLogWriter(path, paper_config))
     return path, result, backend.system
 
 
@@ -256,41 +257,8 @@ def test_flushed_time_never_lags_more_than_a_second(tmp_path, paper_config):
 
 def test_a_flight_bag_without_our_topics(tmp_path):
     """Mocap at 100 Hz, quadrotor states at 50 Hz with an offset, lz4 chunks, no config."""
-    store = make_typestore()
-    T = store.types
     path = tmp_path / "flight.bag"
-
-    def header(ns):
-        return T["std_msgs/msg/Header"](0, T["builtin_interfaces/msg/Time"](ns // 10**9,
-                                                                           ns % 10**9), "world")
-
-    def pose(p):
-        return T["geometry_msgs/msg/Pose"](T["geometry_msgs/msg/Point"](*p),
-                                           T["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0))
-
-    zero = T["geometry_msgs/msg/Vector3"](0.0, 0.0, 0.0)
-    twist = T["geometry_msgs/msg/Twist"](zero, zero)
-    start = 1_700_000_000 * 10**9
-    writer = Writer(path)
-    writer.set_compression(Writer.CompressionFormat.LZ4)
-    with writer:
-        mocap = writer.add_connection(LOAD_POSE_TOPIC, "geometry_msgs/msg/PoseStamped",
-                                      typestore=store)
-        quads = [writer.add_connection(f"/alpha{i}/agiros_pilot/state",
-                                       "agiros_msgs/msg/QuadState", typestore=store)
-                 for i in (1, 2)]
-        for k in range(300):
-            ns = start + k * 10**7
-            msg = T["geometry_msgs/msg/PoseStamped"](header(ns), pose([0.5 * k / 100, 0, 1]))
-            writer.write(mocap, ns, store.serialize_ros1(msg, "geometry_msgs/msg/PoseStamped"))
-        for k in range(150):
-            ns = start + 3 * 10**6 + k * 2 * 10**7
-            t = (ns - start) / 1e9
-            for i, conn in enumerate(quads):
-                msg = T["agiros_msgs/msg/QuadState"](
-                    header(ns), ns / 1e9, pose([t, 2.0 * i, 2.0]), twist, twist, zero, zero,
-                    zero, zero, np.zeros(0))
-                writer.write(conn, ns, store.serialize_ros1(msg, "agiros_msgs/msg/QuadState"))
+    start = write_flight_bag(path)
     run = read_run(path)
     assert run.quad_names == ["alpha1", "alpha2"]
     assert run.metrics is None and run.system is None and run.ref_p is None and run.plans == []
@@ -303,7 +271,8 @@ def test_a_flight_bag_without_our_topics(tmp_path):
     np.testing.assert_allclose(run.samples.uav_p[:, 1, 1], 2.0)
     np.testing.assert_allclose(run.samples.load_v[:, 0], 0.5, atol=1e-6)  # finite differences
     assert np.isnan(run.samples.cable_tension).all() and np.isnan(run.samples.rotor_speeds).all()
-    with pytest.raises(ValueError, match="records no system"):
+    with pytest.raises(ValueError, match=r"records no system .*pass the flight's configuration: "
+                                         r"--config FILE"):
         metrics_from_bag(path)
 
     # The same bag without its index: the lz4 chunks are scanned instead.
@@ -330,3 +299,134 @@ def test_writer_guards(tmp_path, paper_config):
     with pytest.raises(ValueError, match="3 distinct names"):
         RunLogWriter(tmp_path / "names.bag", quad_names=["a", "a", "b"]).start(
             paper_config.system)
+
+
+def _first_index_record(data: bytes) -> int:
+    """Offset of the data of the first per-chunk index record (op 4: time, offset pairs)."""
+    import struct
+
+    pos = 13
+    while True:
+        header_len = struct.unpack_from("<L", data, pos)[0]
+        header = bytes(data[pos + 4:pos + 4 + header_len])
+        data_len = struct.unpack_from("<L", data, pos + 4 + header_len)[0]
+        if b"op=\x04" in header and data_len >= 24:
+            return pos + 8 + header_len
+        pos += 8 + header_len + data_len
+
+
+def test_a_damaged_index_is_read_by_scanning(recorded, tmp_path):
+    """Index entries that point at the wrong message (rosbags asserts on them) are not
+    trusted: the chunks are scanned and everything is recovered."""
+    path, result, _ = recorded
+    data = bytearray(path.read_bytes())
+    at = _first_index_record(data)
+    data[at + 12:at + 20] = data[at:at + 8]  # the second entry's time made the first's
+    damaged = tmp_path / "damaged.bag"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(AssertionError):  # what rosbags' reader does with it
+        with Reader(damaged) as reader:
+            for _ in reader.messages():
+                pass
+    run = read_run(damaged)
+    assert not run.indexed and run.status == "completed"
+    np.testing.assert_array_equal(run.samples.load_p, result.samples.load_p)
+    assert metrics_from_bag(damaged) == metrics_from_bag(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x99" * 4096, b"#ROSBAG V2.0\n" + b"\xff" * 500])
+def test_a_file_that_is_no_bag_is_refused_with_its_name(tmp_path, content):
+    from cableload_sim.errors import FileContentError
+
+    noise = tmp_path / "noise.bag"
+    noise.write_bytes(content)
+    try:
+        run = read_run(noise)
+    except FileContentError as err:
+        assert "noise.bag" in str(err) and "not a ROS1 bag" in str(err)
+    else:  # a bag's magic line followed by garbage: a bag without any message
+        assert len(run.samples) == 0 and run.plans == []
+        with pytest.raises(FileContentError, match=r"noise\.bag' holds no samples"):
+            metrics_from_bag(noise)
+
+
+def test_a_device_or_folder_is_refused_without_reading_it(tmp_path):
+    from cableload_sim.errors import FileContentError
+
+    with pytest.raises(FileContentError, match="'/dev/zero' is not a regular file"):
+        read_run("/dev/zero")
+    with pytest.raises(FileContentError, match="is a folder"):
+        read_run(tmp_path)
+
+
+def test_a_full_disk_stops_the_writer_and_keeps_what_was_flushed(tmp_path, paper_config,
+                                                                 monkeypatch):
+    import errno
+
+    from backends import make_backend
+    from backends.runner import run_episode
+    from cableload_sim.runlog import writer as writer_module
+    from cableload_sim.trajectories import make_reference
+    from planners import make_planner
+
+    real_fsync = writer_module.os.fsync
+    calls = []
+
+    def fsync(fd):
+        calls.append(fd)
+        if len(calls) > 3:  # the config, then the first two simulated seconds
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(writer_module.os, "fsync", fsync)
+    path = tmp_path / "full.bag"
+    with pytest.raises(OSError) as caught:
+        with RunLogWriter(path, paper_config) as log:
+            run_episode(make_backend("embedded", paper_config),
+                        make_planner("formation", paper_config), make_reference("eight-slow"),
+                        10.0, logger=log)
+    err = caught.value
+    assert err.errno == errno.ENOSPC and err.filename == str(path) + ".active"
+    assert "No space left on device (the log up to 2 s of simulated time is kept" in err.strerror
+    monkeypatch.undo()
+    run = read_run(path)  # the .active file of the stopped writer
+    assert run.path.name == "full.bag.active" and run.metrics is None
+    assert 2.0 <= run.samples.t[-1] <= 3.0  # synced up to 2 s; the third written, not synced
+
+
+def test_the_writer_memory_does_not_grow_with_the_log(tmp_path, paper_config):
+    """rosbags keeps an index entry per message until the bag is closed; the writer keeps
+    only their counts, so an hour-long log takes no more memory than a minute-long one."""
+    import tracemalloc
+
+    from cableload_sim.world import WorldSamples
+
+    system = paper_config.system
+    k, n = 10, system.n_uavs
+
+    def period(t0):
+        unit = np.tile([1.0, 0.0, 0.0, 0.0], (k, 1))
+        samples = WorldSamples(
+            t=t0 + 0.01 * np.arange(1, k + 1), load_p=np.zeros((k, 3)), load_q=unit,
+            load_v=np.zeros((k, 3)), load_omega=np.zeros((k, 3)), uav_p=np.ones((k, n, 3)),
+            uav_q=np.tile([1.0, 0.0, 0.0, 0.0], (k, n, 1)), uav_v=np.zeros((k, n, 3)),
+            uav_omega=np.zeros((k, n, 3)), rotor_speeds=np.full((k, n, 4), 1000.0),
+            cable_tension=np.full((k, n), 5.0))
+        return samples, np.zeros((k, 3)), unit
+
+    writer = RunLogWriter(tmp_path / "long.bag", paper_config, fsync=False)
+    writer.start(system)
+    sizes = []
+    tracemalloc.start()
+    try:
+        for second in range(40):
+            for tenth in range(10):
+                writer.samples(*period(second + 0.1 * tenth))
+            if second in (9, 39):
+                sizes.append(tracemalloc.get_traced_memory()[0])
+    finally:
+        tracemalloc.stop()
+    writer.finish("completed", {})
+    # 30 s more of samples: 33 000 messages (about 3 MB of index entries if they were kept)
+    assert sizes[1] - sizes[0] < 300_000, sizes
+    assert len(read_run(tmp_path / "long.bag").samples) == 4000

@@ -465,7 +465,17 @@ ERRORS = [
         "option 'min_radius'.*1.5.*got 2.0",
     ),
     (lambda tmp: make_reference(f"track:{tmp}/missing.csv"), "missing.csv' not found"),
-    (lambda tmp: make_reference(f"track:{tmp}"), "cannot read centerline file"),
+    (lambda tmp: make_reference(f"track:{tmp}"), "is not a regular file"),
+    (lambda tmp: make_reference("track:/dev/zero"), "'/dev/zero' is not a regular file"),
+    (
+        lambda tmp: make_reference("track:" + _write(tmp, "line.csv", "0,0\n1,1\n2,2\n3,3\n")),
+        "span 0 m across at track_size 6 m, less than a U-turn of min_radius 0.3 m",
+    ),
+    (
+        lambda tmp: make_reference("track:" + _write(tmp, "huge.csv",
+                                                     "1e308,0\n-1e308,1\n1,1e308\n0,1\n")),
+        "coordinate of 1e\\+308 m; expected at most 1e\\+08 m",
+    ),
     (
         lambda tmp: make_reference("track:" + _write(tmp, "empty.csv", "# nothing\n")),
         "at least 4.*got 0",
@@ -492,3 +502,21 @@ ERRORS = [
 def test_bad_input_raises_value_error_naming_the_value(tmp_path, build, message):
     with pytest.raises(ValueError, match=message):
         build(tmp_path)
+
+
+def test_user_input_errors_are_usage_errors(tmp_path):
+    from cableload_sim.errors import UsageError
+
+    for build, _ in ERRORS[:-1]:  # the last is a programming error (times of the wrong shape)
+        with pytest.raises(UsageError):
+            build(tmp_path)
+
+
+def test_a_centerline_with_a_header_row_reads_as_without(tmp_path):
+    rows = "".join(f"{4 * np.cos(a):.6f},{3 * np.sin(a):.6f},5.0,5.0\n"
+                   for a in np.linspace(0.0, 2 * np.pi, 40, endpoint=False))
+    plain = make_reference("track:" + _write(tmp_path, "plain.csv", rows))
+    header = make_reference("track:" + _write(tmp_path, "header.csv",
+                                               "x_m,y_m,w_tr_right_m,w_tr_left_m\n" + rows))
+    t = np.linspace(0.0, 20.0, 50)
+    np.testing.assert_array_equal(header.sample(t).p, plain.sample(t).p)

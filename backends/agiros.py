@@ -1,0 +1,170 @@
+"""One quadrotor's Agilicious pilot (agiros) over ROS1: the client the Gazebo backend, the planner
+nodes and the hardware backend share.
+
+Topics (``/<quad>/agiros_pilot/``): ``state`` (``QuadState``), ``odometry`` and ``telemetry`` in;
+``trajectory`` (``Reference``), ``enable`` (``std_msgs/Bool``), ``start``, ``land``, ``off``,
+``force_hover`` (``std_msgs/Empty``) out.
+
+Two kinds of pilot are handled (``queue``):
+
+- ``stock``: the Agilicious pilot appends a reference to its queue only when it starts at or
+  after the end of the queued one, and rejects it otherwise. A receding-horizon plan overlaps
+  the previous one, so the client sends what the pilot accepts: the part of each plan from the
+  end of what is queued to one planner period plus ``margin_s`` past the moment it is sent
+  (so a plan that was slow to make still lasts until the next arrives), resampled every
+  ``resample_s``. A plan therefore takes effect when the queued part ends: ``margin_s`` plus the
+  previous plan's latency after it was made. Rejections are detected from ``telemetry``
+  (the queue's end, ``t + reference_left_duration``, falls short of what was sent) and counted;
+  after one the client resumes from the pilot's own queue end.
+- ``replace``: a pilot patched to replace its queue by every new reference; the whole plan is
+  sent.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from backends import ros1
+from cableload_sim.world import UavTrajectory
+
+QUEUE_MODES = ("stock", "replace")
+
+
+def plan_piece(traj: UavTrajectory, start: float, end: float, step: float) -> UavTrajectory | None:
+    """``traj`` between ``start`` and ``end`` (s) resampled every ``step`` (both ends included);
+    None when the piece is empty."""
+    end = min(end, float(traj.t[-1]))
+    start = max(start, float(traj.t[0]))
+    if end - start < 1e-4:
+        return None
+    count = max(2, int(np.ceil((end - start) / step - 1e-9)) + 1)
+    times = np.linspace(start, end, count)
+
+    def resample(values, right=0.0):
+        return np.stack([np.interp(times, traj.t, values[:, r], right=right) for r in range(3)],
+                        axis=1)
+
+    return UavTrajectory(times, resample(traj.p, None), resample(traj.v), resample(traj.a),
+                         resample(traj.j), resample(traj.body_rates))
+
+
+class AgirosClient:
+    """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
+
+    def __init__(self, quad: str, queue: str = "stock", period_s: float = 0.1,
+                 margin_s: float = 0.05, resample_s: float = 0.01):
+        if queue not in QUEUE_MODES:
+            raise ValueError(f"pilot queue: expected one of {QUEUE_MODES}, got {queue!r}")
+        rospy = ros1.rospy()
+        m = ros1.messages()
+        self.quad = quad
+        self.queue = queue
+        self.period_s, self.margin_s, self.resample_s = period_s, margin_s, resample_s
+        self._lock = threading.Lock()
+        self.state = None
+        self.telemetry = None
+        self.sent = 0
+        self.rejected = 0
+        self._queued_end: float | None = None  # ROS time (s)
+        self._pending: list[tuple[float, float]] = []  # (sent at ROS time, end ROS time)
+
+        def topic(template):
+            return template.format(quad=quad)
+
+        self.pub_trajectory = rospy.Publisher(topic(ros1.TRAJECTORY_TOPIC), m.Reference,
+                                              queue_size=10)
+        self.pub_enable = rospy.Publisher(topic(ros1.ENABLE_TOPIC), m.Bool, queue_size=1,
+                                          latch=True)
+        self.pub_commands = {name: rospy.Publisher(topic(t), m.Empty, queue_size=1)
+                             for name, t in (("start", ros1.START_TOPIC), ("land", ros1.LAND_TOPIC),
+                                             ("off", ros1.OFF_TOPIC),
+                                             ("force_hover", ros1.FORCE_HOVER_TOPIC))}
+        self._subscribers = [
+            rospy.Subscriber(topic(ros1.STATE_TOPIC), m.QuadState, self._on_state, queue_size=10),
+            rospy.Subscriber(topic(ros1.TELEMETRY_TOPIC), m.Telemetry, self._on_telemetry,
+                             queue_size=10),
+        ]
+        self.on_state = None  # optional callback(msg)
+
+    # -- incoming --------------------------------------------------------------------------
+
+    def _on_state(self, msg) -> None:
+        self.state = msg
+        if self.on_state is not None:
+            self.on_state(msg)
+
+    def _on_telemetry(self, msg) -> None:
+        self.telemetry = msg
+        if self.queue != "stock":
+            return
+        now = msg.header.stamp.to_sec()
+        queue_end = now + msg.reference_left_duration if msg.num_references_in_queue else now
+        with self._lock:
+            keep = []
+            for sent_at, end in self._pending:
+                if sent_at + 2.0 * self.period_s > now:
+                    keep.append((sent_at, end))  # may still be in flight
+                elif end > now and queue_end < end - 1e-3:
+                    self.rejected += 1
+                    self._queued_end = queue_end
+            self._pending = keep
+
+    def connected(self) -> bool:
+        """Whether the pilot subscribes to the trajectory and command topics (a message
+        published before that is lost) and publishes its state."""
+        publishers = (self.pub_trajectory, self.pub_enable, *self.pub_commands.values())
+        return self.state is not None and all(p.get_num_connections() > 0 for p in publishers)
+
+    # -- outgoing --------------------------------------------------------------------------
+
+    def command(self, name: str) -> None:
+        """``start``, ``land``, ``off`` or ``force_hover``."""
+        self.pub_commands[name].publish(ros1.messages().Empty())
+        if name in ("land", "off", "force_hover"):
+            with self._lock:
+                self._queued_end = None
+                self._pending = []
+
+    def enable(self, on: bool = True) -> None:
+        self.pub_enable.publish(ros1.messages().Bool(bool(on)))
+
+    def send(self, traj: UavTrajectory, t_offset: float = 0.0, now: float | None = None) -> bool:
+        """Send a plan (episode times; ``t_offset`` added); whether something was sent.
+        ``now``: the world's ROS time as the plan leaves (default: the plan's time); a stock
+        pilot's piece reaches ``period_s + margin_s`` past it, so a plan that took long to make
+        still lasts until the next one arrives."""
+        if self.queue == "replace":
+            self.pub_trajectory.publish(ros1.reference_message(traj, t_offset))
+            self.sent += 1
+            return True
+        plan_time = float(traj.t[0]) + t_offset
+        with self._lock:
+            queued_end = self._queued_end
+        start = plan_time if queued_end is None or queued_end < plan_time else queued_end
+        end = max(plan_time, now if now is not None else plan_time) + self.period_s + self.margin_s
+        piece = plan_piece(traj, start - t_offset, end - t_offset, self.resample_s)
+        if piece is None:
+            return False
+        if queued_end is not None and queued_end >= plan_time:
+            # start exactly where the queue ends (the pilot compares times exactly)
+            piece = UavTrajectory(np.concatenate([[queued_end - t_offset], piece.t[1:]]),
+                                  piece.p, piece.v, piece.a, piece.j, piece.body_rates)
+        self.pub_trajectory.publish(ros1.reference_message(piece, t_offset))
+        with self._lock:
+            self._queued_end = float(piece.t[-1]) + t_offset
+            self._pending.append((plan_time, self._queued_end))
+        self.sent += 1
+        return True
+
+    def reset_queue(self) -> None:
+        with self._lock:
+            self._queued_end = None
+            self._pending = []
+
+    def close(self) -> None:
+        for sub in self._subscribers:
+            sub.unregister()
+        for pub in (self.pub_trajectory, self.pub_enable, *self.pub_commands.values()):
+            pub.unregister()

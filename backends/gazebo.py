@@ -1,0 +1,393 @@
+"""The Gazebo RotorS backend: the Backend protocol over a ROS1 world (a real Gazebo with RotorS
+quadrotors flying the Agilicious pilot, or ``cableload world``).
+
+- ``reset`` pauses the physics, places the system with ``/gazebo/set_model_state`` (model
+  ``multilift``: the load's pose, the system at rest around it), unpauses, arms and starts every
+  pilot and waits until the quadrotors are still; the episode's time zero is the world's clock
+  then.
+- ``observe`` builds the privileged ``WorldState`` from the pilots' states and the load's
+  odometry at the load's latest stamp (quadrotor states interpolated to it). Cable tensions come
+  from ``/cableload/cable_tension`` where the world publishes it, else from the hover statics;
+  cable directions from the attachment points.
+- ``send`` hands the plan to that quadrotor's ``AgirosClient`` at once (stock or replacing pilot
+  queue), so the time spent planning counts as it would in reality.
+- ``advance`` waits until the world's clock reaches the end of the planner period and returns
+  the samples recorded meanwhile (at the load's stamps). A clock that stops for ``timeout_s``
+  of wall time, or a master that stops answering, ends it: ``health()`` is then not ok and the
+  runner ends the episode with ``backend_failed`` and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections import deque
+from urllib.parse import urlparse
+
+import numpy as np
+
+from backends import ros1
+from backends.agiros import AgirosClient
+from backends.base import BackendHealth, Scenario
+from cableload_sim.errors import UsageError
+from cableload_sim.params import Config
+from cableload_sim.rotations import quat_to_matrix
+from cableload_sim.runlog import default_quad_names
+from cableload_sim.statics import hover_geometry
+from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
+
+HISTORY_S = 3.0
+"""How much of each stream is kept for interpolation (ROS time, s)."""
+SETUP_TIMEOUT_S = 10.0
+"""How long (wall s) the clock may stand still while the pilots take off (a world may be
+compiling or loading); during the episode ``timeout_s`` applies."""
+MASTER_CHECK_S = 0.1
+"""How often (wall s) the backend checks that the master still answers."""
+
+
+def master_uri() -> str:
+    return os.environ.get("ROS_MASTER_URI", "http://localhost:11311")
+
+
+def master_reachable(uri: str | None = None, timeout: float = 0.2) -> bool:
+    """Whether something accepts connections at the master's address (cheap, never hangs)."""
+    parsed = urlparse(uri or master_uri())
+    try:
+        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 11311),
+                                      timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def init_node(name: str) -> None:
+    """Start this process's ROS node once (anonymous); refuse clearly without a master."""
+    rospy = ros1.rospy()
+    if not master_reachable(timeout=1.0):
+        raise ros1.RosFailure(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start one "
+                              "with `roscore` or `rosmaster --core`")
+    if not rospy.core.is_initialized():
+        rospy.init_node(name, anonymous=True, disable_signals=True)
+
+
+class _Stream:
+    """Recent messages of one source as arrays, thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._rows: deque = deque()
+
+    def add(self, t: float, *values) -> None:
+        with self._lock:
+            self._rows.append((t, *values))
+            while self._rows and self._rows[0][0] < t - HISTORY_S:
+                self._rows.popleft()
+
+    def latest(self):
+        with self._lock:
+            return self._rows[-1] if self._rows else None
+
+    def between(self, t_from: float, t_to: float) -> list:
+        with self._lock:
+            return [row for row in self._rows if t_from < row[0] <= t_to]
+
+    def at(self, times: np.ndarray) -> list[np.ndarray] | None:
+        """Every value interpolated linearly at ``times`` (held beyond the ends); quaternions
+        (4-vectors) renormalized."""
+        with self._lock:
+            rows = list(self._rows)
+        if not rows:
+            return None
+        t = np.array([r[0] for r in rows])
+        out = []
+        for k in range(1, len(rows[0])):
+            values = np.array([r[k] for r in rows])
+            column = np.stack([np.interp(times, t, values[:, c]) for c in range(values.shape[1])],
+                              axis=-1)
+            if values.shape[1] == 4 and k == 2:
+                column /= np.linalg.norm(column, axis=-1, keepdims=True)
+            out.append(column)
+        return out
+
+
+class WorldObserver:
+    """The privileged view of a ROS world: every quadrotor's state, the load's odometry and
+    the cable tensions, as ``WorldState`` and ``WorldSamples`` (ROS times minus ``t0``)."""
+
+    def __init__(self, config: Config, quad_names: list[str], clients: list[AgirosClient]):
+        rospy = ros1.rospy()
+        m = ros1.messages()
+        self.system = config.system
+        self.names = quad_names
+        self.n = len(quad_names)
+        self.rho = config.system.attachment_array()
+        self.attach = np.array([q.attachment for q in config.system.quadrotors])
+        self.hover_tensions = hover_geometry(config.system).tensions
+        self.quads = [_Stream() for _ in quad_names]
+        self.load = _Stream()
+        self.tension = _Stream()
+        for i, client in enumerate(clients):
+            client.on_state = self._quad_callback(i)
+        self._subscribers = [
+            rospy.Subscriber(ros1.LOAD_ODOMETRY_TOPIC, m.Odometry, self._on_load, queue_size=50),
+            rospy.Subscriber(ros1.TENSION_TOPIC, m.CableTension, self._on_tension, queue_size=50),
+        ]
+        self.t0 = 0.0
+
+    def _quad_callback(self, i: int):
+        def on_state(msg):
+            t, p, q, v, w, motors = ros1.from_quad_state(msg)
+            self.quads[i].add(t, p, q, v, w, motors)
+
+        return on_state
+
+    def _on_load(self, msg) -> None:
+        t, p, q, v, w = ros1.from_odometry(msg)
+        self.load.add(t, p, q, v, w)
+
+    def _on_tension(self, msg) -> None:
+        if len(msg.tension) == self.n:
+            self.tension.add(msg.header.stamp.to_sec(), np.asarray(msg.tension, dtype=float))
+
+    def ready(self) -> bool:
+        return self.load.latest() is not None and all(s.latest() is not None for s in self.quads)
+
+    def latest_time(self) -> float | None:
+        row = self.load.latest()
+        return None if row is None else row[0]
+
+    def samples(self, t_from: float, t_to: float) -> WorldSamples:
+        """Samples at the load's stamps in (t_from, t_to] (ROS times)."""
+        rows = self.load.between(t_from, t_to)
+        if not rows:
+            return WorldSamples.empty(self.n)
+        times = np.array([r[0] for r in rows])
+        quads = [s.at(times) for s in self.quads]
+        if any(q is None for q in quads):
+            return WorldSamples.empty(self.n)
+        tension = self.tension.at(times)
+        tension = tension[0] if tension is not None else np.tile(self.hover_tensions,
+                                                                 (len(times), 1))
+        return WorldSamples(
+            t=times - self.t0,
+            load_p=np.array([r[1] for r in rows]), load_q=np.array([r[2] for r in rows]),
+            load_v=np.array([r[3] for r in rows]), load_omega=np.array([r[4] for r in rows]),
+            uav_p=np.stack([q[0] for q in quads], axis=1),
+            uav_q=np.stack([q[1] for q in quads], axis=1),
+            uav_v=np.stack([q[2] for q in quads], axis=1),
+            uav_omega=np.stack([q[3] for q in quads], axis=1),
+            rotor_speeds=np.stack([q[4] for q in quads], axis=1),
+            cable_tension=tension,
+        )
+
+    def state(self) -> WorldState:
+        """The system at the load's latest stamp."""
+        t = self.latest_time()
+        if t is None:
+            raise ros1.RosFailure("no load odometry received from the world yet")
+        s = self.samples(t - 1e-9, t)
+        if len(s) == 0:
+            raise ros1.RosFailure("no quadrotor state received from the world yet")
+        load_end = s.load_p[0] + self.rho @ quat_to_matrix(s.load_q[0]).T
+        uav_end = np.array([s.uav_p[0, i] + quat_to_matrix(s.uav_q[0, i]) @ self.attach[i]
+                            for i in range(self.n)])
+        span = uav_end - load_end
+        direction = span / np.linalg.norm(span, axis=1, keepdims=True)
+        return WorldState(t=float(s.t[0]), load_p=s.load_p[0], load_q=s.load_q[0],
+                          load_v=s.load_v[0], load_omega=s.load_omega[0], uav_p=s.uav_p[0],
+                          uav_q=s.uav_q[0], uav_v=s.uav_v[0], uav_omega=s.uav_omega[0],
+                          rotor_speeds=s.rotor_speeds[0], cable_tension=s.cable_tension[0],
+                          cable_dir=direction)
+
+    def close(self) -> None:
+        for sub in self._subscribers:
+            sub.unregister()
+
+
+class GazeboBackend:
+    """Backend over a ROS1 world; one ``advance`` is one planner period of the world's clock."""
+
+    name = "gazebo"
+    deterministic = False
+    """Wall-clock scheduling between processes decides when plans arrive."""
+
+    def __init__(self, config: Config, *, quad_names: list[str] | None = None,
+                 pilot_queue: str = "stock", timeout_s: float = 0.4,
+                 connect_timeout_s: float = 20.0, node_name: str = "cableload_backend"):
+        self.config = config
+        self.system = config.system
+        self.planner_period_s = 1.0 / config.simulation.planner_rate_hz
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.names = quad_names or default_quad_names(self.system.n_uavs)
+        if len(self.names) != self.system.n_uavs:
+            raise UsageError(f"quad_names: expected {self.system.n_uavs} names, got {self.names}")
+        init_node(node_name)
+        rospy = ros1.rospy()
+        m = ros1.messages()
+        self.clients = [AgirosClient(name, pilot_queue, self.planner_period_s)
+                        for name in self.names]
+        self.observer = WorldObserver(config, self.names, self.clients)
+        self._clock_cond = threading.Condition()
+        self.clock: float | None = None
+        self._clock_wall = time.monotonic()
+        self._master_checked = time.monotonic()
+        self._clock_sub = rospy.Subscriber("/clock", m.Clock, self._on_clock, queue_size=10)
+        self.pub_horizon = rospy.Publisher(ros1.LOAD_HORIZON_TOPIC, m.Reference, queue_size=2)
+        self._failure: str | None = None
+        self._period_end = 0.0
+        self._last_sample = 0.0
+        self.t0 = 0.0
+
+    # -- clock -----------------------------------------------------------------------------
+
+    def _on_clock(self, msg) -> None:
+        with self._clock_cond:
+            self.clock = msg.clock.to_sec()
+            self._clock_wall = time.monotonic()
+            self._clock_cond.notify_all()
+
+    def _wait_clock(self, ros_time: float, what: str, timeout_s: float | None = None) -> bool:
+        """Wait until the clock reaches ``ros_time``; False (and the failure noted) when the
+        clock stops for ``timeout_s`` (default ``self.timeout_s``) or the master disappears."""
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        with self._clock_cond:
+            while True:
+                now = time.monotonic()
+                if now - self._master_checked > MASTER_CHECK_S:
+                    # connections between nodes outlive the master: ask it directly
+                    self._master_checked = now
+                    if not master_reachable(timeout=0.1):
+                        self._failure = f"ROS master at {master_uri()} stopped answering"
+                        return False
+                if self.clock is not None and self.clock >= ros_time:
+                    return True
+                if now - self._clock_wall > timeout_s:
+                    self._failure = (f"no /clock from the world for {now - self._clock_wall:.2f} s "
+                                     f"while {what} (world stopped, paused or unreachable)")
+                    return False
+                self._clock_cond.wait(timeout=0.02)
+
+    @property
+    def time(self) -> float:
+        return (self.clock or 0.0) - self.t0
+
+    # -- protocol --------------------------------------------------------------------------
+
+    def _service(self, name: str, cls):
+        rospy = ros1.rospy()
+        try:
+            rospy.wait_for_service(name, timeout=self.connect_timeout_s)
+        except rospy.ROSException:
+            raise ros1.RosFailure(f"no world answers {name} within {self.connect_timeout_s:g} s "
+                                  "(start Gazebo or `cableload world`)") from None
+        return rospy.ServiceProxy(name, cls)
+
+    def _wait(self, condition, seconds: float, what: str) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > deadline:
+                raise ros1.RosFailure(f"timed out after {seconds:g} s waiting for {what}")
+            time.sleep(0.01)
+
+    def reset(self, scenario: Scenario) -> WorldState:
+        if scenario.disturbance is not None:
+            raise UsageError("the gazebo backend cannot apply a load wrench disturbance; "
+                             "fly without --disturbance")
+        m = ros1.messages()
+        self._failure = None
+        pause = self._service(ros1.PAUSE_PHYSICS, m.EmptyService)
+        unpause = self._service(ros1.UNPAUSE_PHYSICS, m.EmptyService)
+        set_state = self._service(ros1.SET_MODEL_STATE, m.SetModelState)
+        pause()
+        request = m.ModelState(model_name=ros1.MODEL_NAME,
+                               pose=ros1.pose(scenario.load_p, scenario.load_q),
+                               twist=ros1.twist((0, 0, 0), (0, 0, 0)), reference_frame="world")
+        answer = set_state(request)
+        if not answer.success:
+            raise ros1.RosFailure(f"{ros1.SET_MODEL_STATE} refused the start pose: "
+                                  f"{answer.status_message}")
+        unpause()
+        self._wait(lambda: all(c.connected() for c in self.clients) and self.observer.ready(),
+                   self.connect_timeout_s, "every pilot's state, trajectory subscriber and the "
+                   "load's odometry")
+        for client in self.clients:
+            client.reset_queue()
+            client.enable(True)
+        self._wait(lambda: all(c.telemetry is not None and c.telemetry.bridge_armed.data
+                               for c in self.clients), self.connect_timeout_s, "the pilots to arm")
+        for client in self.clients:
+            client.command("start")
+            client.command("force_hover")
+        self._settle()
+        self.t0 = self.clock
+        self.observer.t0 = self.t0
+        self._period_end = self.t0
+        self._last_sample = self.observer.latest_time()
+        return self.observe()
+
+    def _settle(self, still_speed: float = 0.05, still_for: float = 0.3) -> None:
+        """Wait (world time) until every quadrotor has been still for ``still_for`` s."""
+        if not self._wait_clock(self.clock + 0.2, "the pilots took off", SETUP_TIMEOUT_S):
+            raise ros1.RosFailure(self._failure)
+        deadline = self.clock + 30.0
+        still_since = self.clock
+        while self.clock < deadline:
+            speeds = [np.linalg.norm(s.latest()[3]) for s in self.observer.quads]
+            if max(speeds) > still_speed:
+                still_since = self.clock
+            elif self.clock - still_since >= still_for:
+                return
+            if not self._wait_clock(self.clock + 0.02, "the quadrotors settled",
+                                    SETUP_TIMEOUT_S):
+                raise ros1.RosFailure(self._failure)
+        raise ros1.RosFailure("the quadrotors did not settle in hover within 30 s of world time")
+
+    def observe(self) -> WorldState:
+        return self.observer.state()
+
+    def send(self, uav: int, trajectory: UavTrajectory) -> None:
+        if not 0 <= uav < len(self.clients):
+            raise IndexError(f"uav index {uav} out of range for {len(self.clients)} quadrotors")
+        if not trajectory.is_finite() or np.any(np.diff(trajectory.t) <= 0.0):
+            raise ValueError(f"plan for uav {uav}: non-finite values or node times that do not "
+                             "increase; not sent")
+        if self._failure is None:
+            self.clients[uav].send(trajectory, self.t0, now=self.clock)
+
+    def publish_reference(self, reference, t: float, horizon_s: float = 2.5,
+                          lead_s: float = 0.2, step_s: float = 0.02) -> None:
+        """Publish the load reference over ``[t - lead_s, t + horizon_s]`` (episode times) for
+        planner nodes (``/cableload/load/reference_horizon``); the lead covers what the
+        formation prior's finite differences look back."""
+        times = t + np.arange(-lead_s, horizon_s + 1e-9, step_s)
+        self.pub_horizon.publish(ros1.load_setpoints_message(t, times, reference.sample(times),
+                                                             self.t0))
+
+    def advance(self) -> WorldSamples:
+        self._period_end += self.planner_period_s
+        if self._failure is None:
+            self._wait_clock(self._period_end, "waiting for the planner period to end")
+        t_to = min(self.observer.latest_time() or self._last_sample, self._period_end)
+        samples = self.observer.samples(self._last_sample, t_to)
+        self._last_sample = max(self._last_sample, t_to)
+        return samples
+
+    def health(self) -> BackendHealth:
+        messages = [self._failure] if self._failure else []
+        return BackendHealth(ok=self._failure is None, messages=messages,
+                             rejected_plans=sum(c.rejected for c in self.clients),
+                             extra={"plans_sent": sum(c.sent for c in self.clients),
+                                    "pilot_rejections": sum(c.rejected for c in self.clients)})
+
+    def close(self) -> None:
+        if self._failure is None:
+            for client in self.clients:
+                client.command("force_hover")
+        for client in self.clients:
+            client.close()
+        self.observer.close()
+        self._clock_sub.unregister()
+        self.pub_horizon.unregister()

@@ -1,0 +1,235 @@
+"""The Agilicious pilot's behaviour as ``cableload world`` reproduces it (no ROS here).
+
+Per quadrotor, a state machine and a reference queue:
+
+- ``off``: motors off. ``enable`` (``std_msgs/Bool`` true) arms: ``enabled``.
+- ``start`` (armed): take off and ``hover`` at the current position.
+- ``hover``: holds its position; a queued reference whose start time has come makes it
+  ``tracking``.
+- ``tracking``: flies the queued references in order; when the queue runs out it holds the last
+  reference's final position (``hover``).
+- ``land``: descends at ``LAND_SPEED`` until the quadrotor has come down ``land_drop_m``, then
+  ``off``. ``force_hover``: drops the queue and hovers where it is. ``off`` and ``enable``
+  false disarm from any state.
+
+Queueing rule of the stock pilot (``queue="stock"``): a reference is appended only when it
+starts at or after the end of the last queued one, otherwise it is rejected; expired references
+leave the queue. A pilot patched to replace its queue (``queue="replace"``) takes every valid
+reference in place of the whole queue. A reference with fewer than two points, times that do
+not increase, or a non-finite value is rejected by both.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cableload_sim.horizon import node_times
+from cableload_sim.world import UavTrajectory
+
+LAND_SPEED = 0.5
+"""Descent speed while landing (m/s)."""
+TIME_TOLERANCE = 1e-6
+"""Two reference times closer than this (s) count as equal (float64 times through ROS)."""
+QUEUE_MODES = ("stock", "replace")
+REFERENCE_FIELDS = ("t", "p", "v", "a", "j", "w")
+
+
+class PilotState(str, enum.Enum):
+    OFF = "off"
+    ENABLED = "enabled"
+    HOVER = "hover"
+    TRACKING = "tracking"
+    LANDING = "landing"
+
+
+FLYING = (PilotState.HOVER, PilotState.TRACKING, PilotState.LANDING)
+
+
+def reference_problem(ref: dict) -> str | None:
+    """Why a reference (arrays t (k,), p, v, a, j, w (k, 3)) is malformed, or None."""
+    t = np.asarray(ref.get("t", ()), dtype=float)
+    if t.ndim != 1 or t.size < 2:
+        return f"expected at least 2 points, got {t.size}"
+    for name in REFERENCE_FIELDS[1:]:
+        value = np.asarray(ref.get(name, ()), dtype=float)
+        if value.shape != (t.size, 3):
+            return f"{name}: expected shape ({t.size}, 3), got {value.shape}"
+        if not np.isfinite(value).all():
+            return f"{name}: non-finite value"
+    if not np.isfinite(t).all() or np.any(np.diff(t) <= 0.0):
+        return "point times must be finite and increasing"
+    return None
+
+
+@dataclass
+class ReferenceQueue:
+    """The pilot's queue of references (each a dict of node arrays, times in seconds)."""
+
+    mode: str = "stock"
+    references: list[dict] = field(default_factory=list)
+    accepted: int = 0
+    rejected: int = 0
+
+    def __post_init__(self):
+        if self.mode not in QUEUE_MODES:
+            raise ValueError(f"pilot queue mode: expected one of {QUEUE_MODES}, got {self.mode!r}")
+
+    def offer(self, ref: dict, now: float) -> bool:
+        """Queue ``ref`` if the rule allows; whether it was accepted."""
+        self.drop_expired(now)
+        if reference_problem(ref) is not None:
+            self.rejected += 1
+            return False
+        if self.mode == "replace":
+            self.references = [ref]
+        elif self.references and ref["t"][0] < self.references[-1]["t"][-1] - TIME_TOLERANCE:
+            self.rejected += 1
+            return False
+        else:
+            self.references.append(ref)
+        self.accepted += 1
+        return True
+
+    def drop_expired(self, now: float) -> None:
+        while self.references and self.references[0]["t"][-1] < now:
+            self.references.pop(0)
+
+    def clear(self) -> None:
+        self.references = []
+
+    def __len__(self) -> int:
+        return len(self.references)
+
+    @property
+    def end(self) -> float | None:
+        return float(self.references[-1]["t"][-1]) if self.references else None
+
+    @property
+    def start(self) -> float | None:
+        return float(self.references[0]["t"][0]) if self.references else None
+
+    def final_position(self) -> np.ndarray | None:
+        return self.references[-1]["p"][-1].copy() if self.references else None
+
+    def sample(self, now: float) -> UavTrajectory | None:
+        """The queue from ``now`` on the horizon's nodes (what the onboard controller gets);
+        beyond the last point the final position at rest; None when the queue is empty."""
+        self.drop_expired(now)
+        if not self.references:
+            return None
+        if len(self.references) == 1:
+            nodes = self.references[0]
+        else:
+            nodes = {k: np.concatenate([r[k] for r in self.references]) for k in REFERENCE_FIELDS}
+        times = node_times(now)
+        out = {}
+        for name in REFERENCE_FIELDS[1:]:
+            values = nodes[name]
+            right = None if name == "p" else 0.0
+            out[name] = np.stack([np.interp(times, nodes["t"], values[:, r], right=right)
+                                  for r in range(3)], axis=1)
+        return UavTrajectory(times, out["p"], out["v"], out["a"], out["j"], out["w"])
+
+
+def hold(t: float, position) -> UavTrajectory:
+    """Hold ``position`` at rest on the horizon from ``t``."""
+    times = node_times(t)
+    zeros = np.zeros((times.size, 3))
+    return UavTrajectory(times, np.repeat(np.asarray(position, float)[None], times.size, 0),
+                         zeros, zeros, zeros, zeros)
+
+
+def descent(t: float, start_time: float, start, drop: float) -> UavTrajectory:
+    """Straight down from ``start`` at ``LAND_SPEED`` (from ``start_time``), ``drop`` m at most."""
+    times = node_times(t)
+    fallen = np.clip(LAND_SPEED * (times - start_time), 0.0, drop)
+    p = np.repeat(np.asarray(start, float)[None], times.size, 0)
+    p[:, 2] -= fallen
+    v = np.zeros_like(p)
+    v[:, 2] = np.where(fallen < drop, -LAND_SPEED, 0.0)
+    zeros = np.zeros_like(p)
+    return UavTrajectory(times, p, v, zeros, zeros, zeros)
+
+
+class Pilot:
+    """One quadrotor's pilot: state machine, queue, and the plan it gives the controller."""
+
+    def __init__(self, name: str, queue: str = "stock", land_drop_m: float = 1.0):
+        self.name = name
+        self.queue = ReferenceQueue(queue)
+        self.land_drop_m = land_drop_m
+        self.state = PilotState.OFF
+        self.hover_position = np.zeros(3)
+        self._land_start: tuple[float, np.ndarray] | None = None
+        self._final = self.hover_position
+        self.landed = False
+
+    @property
+    def armed(self) -> bool:
+        return self.state is not PilotState.OFF
+
+    @property
+    def flying(self) -> bool:
+        return self.state in FLYING
+
+    def enable(self, on: bool) -> None:
+        if not on:
+            self.off()
+        elif self.state is PilotState.OFF:
+            self.state = PilotState.ENABLED
+
+    def start(self, position) -> bool:
+        """Take off (here: hover where the quadrotor is); only when armed and on the ground."""
+        if self.state is not PilotState.ENABLED:
+            return False
+        self.hover_position = np.asarray(position, float).copy()
+        self.state = PilotState.HOVER
+        self.landed = False
+        return True
+
+    def force_hover(self, position) -> None:
+        if self.flying:
+            self.queue.clear()
+            self.hover_position = np.asarray(position, float).copy()
+            self.state = PilotState.HOVER
+
+    def land(self, t: float, position) -> None:
+        if self.flying:
+            self.queue.clear()
+            self._land_start = (t, np.asarray(position, float).copy())
+            self.state = PilotState.LANDING
+
+    def off(self) -> None:
+        self.queue.clear()
+        self.state = PilotState.OFF
+
+    def offer(self, ref: dict, now: float) -> bool:
+        """A reference from the trajectory topic; only an armed pilot queues it."""
+        if not self.armed:
+            self.queue.rejected += 1
+            return False
+        return self.queue.offer(ref, now)
+
+    def plan(self, t: float, position) -> UavTrajectory | None:
+        """The controller's plan at time ``t`` (None: motors off)."""
+        if self.state is PilotState.LANDING:
+            start_time, start = self._land_start
+            if LAND_SPEED * (t - start_time) >= self.land_drop_m:
+                self.off()
+                self.landed = True
+                return None
+            return descent(t, start_time, start, self.land_drop_m)
+        if self.state in (PilotState.HOVER, PilotState.TRACKING):
+            self.queue.drop_expired(t)
+            if self.queue.start is not None and self.queue.start <= t + TIME_TOLERANCE:
+                self.state = PilotState.TRACKING
+                self._final = self.queue.final_position()
+                return self.queue.sample(t)
+            if self.state is PilotState.TRACKING:  # the queue ran out: hold its end
+                self.hover_position = self._final
+                self.state = PilotState.HOVER
+            return hold(t, self.hover_position)
+        return None

@@ -1,0 +1,307 @@
+"""``cableload node``: one planner as its own ROS process, as the paper deployed them.
+
+- ``--planner student --uav I``: quadrotor I's student. It subscribes to its own pilot's state
+  (``/<quad>/agiros_pilot/state``), the load's pose (``/mocap/load/pose``) and the load
+  reference (``/cableload/load/reference_horizon``) and nothing else, and publishes its
+  ``Reference`` at the planner rate through its ``AgirosClient`` (stock or replacing queue).
+- ``--planner teacher`` (or any centralized planner): every pilot's state, the load's odometry
+  and the reference; publishes every quadrotor's reference.
+
+Every plan passes the ``PlanGuard`` before it leaves (no non-finite or out-of-bounds reference).
+A node plans on the world's clock (``/use_sim_time``) and only while the reference it holds
+covers its horizon: before an episode starts and after it ends it sends nothing, so the pilots
+hover.
+
+``NodePlanners`` is the episode side: in ``cableload simulate --backend gazebo --planner nodes``
+it stands where a planner would, publishes the reference each period and plans nothing itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from backends import ros1
+from backends.agiros import AgirosClient
+from backends.gazebo import WorldObserver, init_node
+from cableload_sim.horizon import node_offsets
+from cableload_sim.params import Config
+from cableload_sim.rotations import quat_multiply
+from cableload_sim.runlog import default_quad_names
+from cableload_sim.trajectories import LoadReferenceSample
+from cableload_sim.world import LocalObservation, WorldState
+from planners.base import PlanGuard
+
+HORIZON_S = float(node_offsets()[-1])
+LOOK_BACK_S = 0.05
+"""How far before its decision time a planner reads the reference (finite differences)."""
+
+
+# Hermite bases on s in [0, 1]: rows are basis functions, columns the coefficients of s^0..s^5
+_QUINTIC = np.array([  # p0, h v0, h^2 a0, h^2 a1, h v1, p1
+    [1, 0, 0, -10, 15, -6], [0, 1, 0, -6, 8, -3], [0, 0, 0.5, -1.5, 1.5, -0.5],
+    [0, 0, 0, 0.5, -1, 0.5], [0, 0, 0, -4, 7, -3], [0, 0, 0, 10, -15, 6]], dtype=float)
+_CUBIC = np.array([  # y0, h dy0, h dy1, y1
+    [1, 0, -3, 2, 0, 0], [0, 1, -2, 1, 0, 0], [0, 0, -1, 1, 0, 0], [0, 0, 3, -2, 0, 0]],
+    dtype=float)
+
+
+def _basis(coefficients: np.ndarray, s: np.ndarray, order: int) -> np.ndarray:
+    """The bases' ``order``-th derivative in s at ``s``: (len(s), number of bases)."""
+    powers = np.arange(6)
+    factor = np.ones(6)
+    for k in range(order):
+        factor = factor * np.clip(powers - k, 0, None)
+    exponents = np.clip(powers - order, 0, None)
+    return (s[:, None] ** exponents[None, :] * factor[None, :]) @ coefficients.T
+
+
+class SampledReference:
+    """A load reference known only as samples over a horizon (from a reference message).
+
+    Between samples the position is the quintic Hermite through p, v, a at both ends (so v and
+    a are its derivatives and finite differences of it are smooth, as the formation prior's
+    are), the attitude the cubic Hermite through q and q' = q (0, omega) / 2, normalized, and
+    the body rate the cubic Hermite through omega and alpha; jerk and alpha are interpolated
+    linearly. Times outside the samples are clamped to them."""
+
+    name = "ros-horizon"
+    period_s = None
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        t = np.asarray(arrays["t"], dtype=float)
+        if t.ndim != 1 or t.size < 2 or np.any(np.diff(t) <= 0.0):
+            raise ValueError(f"reference horizon: expected at least 2 increasing times, got {t}")
+        self.arrays = {k: np.asarray(v, dtype=float) for k, v in arrays.items()}
+        q = self.arrays["q"]
+        for k in range(1, len(q)):  # one hemisphere, so interpolation takes the short way
+            if np.dot(q[k], q[k - 1]) < 0.0:
+                q[k] = -q[k]
+        omega = self.arrays["omega"]
+        self.q_dot = 0.5 * quat_multiply_rows(q, np.concatenate([np.zeros((len(q), 1)), omega],
+                                                                axis=1))
+
+    @property
+    def t_start(self) -> float:
+        return float(self.arrays["t"][0])
+
+    @property
+    def t_end(self) -> float:
+        return float(self.arrays["t"][-1])
+
+    def covers(self, t_from: float, t_to: float) -> bool:
+        return self.t_start - 1e-6 <= t_from and t_to <= self.t_end + 1e-6
+
+    def sample(self, t) -> LoadReferenceSample:
+        times = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), self.t_start, self.t_end)
+        knots = self.arrays["t"]
+        k = np.clip(np.searchsorted(knots, times, side="right") - 1, 0, len(knots) - 2)
+        h = (knots[k + 1] - knots[k])[:, None]
+        s = (times - knots[k]) / h[:, 0]
+        A = self.arrays
+
+        def quintic(order):
+            basis = _basis(_QUINTIC, s, order) / h ** order
+            data = (A["p"][k], h * A["v"][k], h**2 * A["a"][k], h**2 * A["a"][k + 1],
+                    h * A["v"][k + 1], A["p"][k + 1])
+            return sum(basis[:, b : b + 1] * data[b] for b in range(6))
+
+        def cubic(y, dy):
+            basis = _basis(_CUBIC, s, 0)
+            data = (y[k], h * dy[k], h * dy[k + 1], y[k + 1])
+            return sum(basis[:, b : b + 1] * data[b] for b in range(4))
+
+        def linear(y):
+            return y[k] + s[:, None] * (y[k + 1] - y[k])
+
+        q = cubic(A["q"], self.q_dot)
+        q /= np.linalg.norm(q, axis=-1, keepdims=True)
+        return LoadReferenceSample(times, quintic(0), quintic(1), quintic(2), linear(A["j"]), q,
+                                   cubic(A["omega"], A["alpha"]), linear(A["alpha"]))
+
+    def start_pose(self):
+        first = self.sample(self.t_start)
+        return first.p[0], first.q[0]
+
+    def describe(self) -> dict:
+        return {"name": self.name, "t_start": self.t_start, "t_end": self.t_end}
+
+
+def quat_multiply_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise Hamilton products of (k, 4) quaternions (w, x, y, z)."""
+    return np.stack([quat_multiply(x, y) for x, y in zip(a, b)])
+
+
+class PlannerNode:
+    """One planner process. ``uav`` set: a decentralized planner for that quadrotor alone."""
+
+    def __init__(self, config: Config, planner, *, uav: int | None = None,
+                 quad_names: list[str] | None = None, pilot_queue: str = "stock"):
+        self.config = config
+        self.system = config.system
+        self.planner = planner
+        self.uav = uav
+        self.names = quad_names or default_quad_names(self.system.n_uavs)
+        self.pilot_queue = pilot_queue
+        self.period_s = 1.0 / config.simulation.planner_rate_hz
+        self.guard = PlanGuard()
+        self.reference: SampledReference | None = None
+        self.plans_sent = 0
+        self.plan_times: list[float] = []
+        self._lock = threading.Lock()
+        self._load_pose = None
+        self.uavs = [uav] if uav is not None else list(range(self.system.n_uavs))
+        if uav is not None and not 0 <= uav < self.system.n_uavs:
+            raise ValueError(f"--uav: expected 0 to {self.system.n_uavs - 1}, got {uav}")
+
+    def connect(self) -> None:
+        rospy = ros1.rospy()
+        m = ros1.messages()
+        self.clients = {i: AgirosClient(self.names[i], self.pilot_queue, self.period_s)
+                        for i in self.uavs}
+        self._subscribers = [rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, m.Reference,
+                                              self._on_horizon, queue_size=2)]
+        if self.uav is None:
+            self.observer = WorldObserver(self.config, self.names,
+                                          [self.clients[i] for i in self.uavs])
+        else:
+            self._subscribers.append(rospy.Subscriber(ros1.LOAD_POSE_TOPIC, m.PoseStamped,
+                                                      self._on_load_pose, queue_size=10))
+        self.timer = rospy.Timer(rospy.Duration.from_sec(self.period_s), self._on_timer)
+
+    def _on_horizon(self, msg) -> None:
+        self.reference = SampledReference(ros1.load_setpoints_arrays(msg))
+
+    def _on_load_pose(self, msg) -> None:
+        self._load_pose = msg
+
+    def _observation(self) -> LocalObservation | None:
+        client = self.clients[self.uav]
+        own, load = client.state, self._load_pose
+        if own is None or load is None:
+            return None
+        t, p, q, v, w, _ = ros1.from_quad_state(own)
+        load_q = ros1.wxyz(load.pose.orientation)
+        return LocalObservation.of(max(t, load.header.stamp.to_sec()), ros1.xyz(load.pose.position),
+                                   load_q / np.linalg.norm(load_q), p, v, q, w,
+                                   self.system.load.attachments[self.uav],
+                                   self.system.quadrotors[self.uav].attachment)
+
+    def _on_timer(self, _event) -> None:
+        with self._lock:  # a slow plan never overlaps the next
+            self.plan_once()
+
+    def plan_once(self) -> bool:
+        """Plan and send once; False when there is nothing to plan from yet."""
+        reference = self.reference
+        if reference is None:
+            return False
+        start = time.perf_counter()
+        if self.uav is not None:
+            obs = self._observation()
+            if obs is None or not reference.covers(obs.t - LOOK_BACK_S, obs.t + HORIZON_S):
+                return False
+            encoded = self.planner.observe_local(self.uav, obs, reference)
+            plans = {self.uav: self.planner.act([encoded], obs.uav_p[None], [self.uav])[0]}
+            state_t, positions = obs.t, {self.uav: obs.uav_p}
+        else:
+            if not self.observer.ready():
+                return False
+            state = self.observer.state()
+            if not reference.covers(state.t - LOOK_BACK_S, state.t + HORIZON_S):
+                return False
+            plans = dict(enumerate(self.planner.plan(state, reference)))
+            state_t, positions = state.t, dict(enumerate(state.uav_p))
+        now = ros1.rospy().get_time()
+        stand_in = _PositionOnly(state_t, positions, self.system.n_uavs)
+        for i, plan in plans.items():
+            self.clients[i].send(self.guard.check(i, plan, stand_in), now=now)
+        self.plan_times.append(time.perf_counter() - start)
+        self.plans_sent += 1
+        return True
+
+    def close(self) -> None:
+        self.timer.shutdown()
+        for sub in self._subscribers:
+            sub.unregister()
+        for client in self.clients.values():
+            client.close()
+
+
+class _PositionOnly:
+    """What ``PlanGuard.check`` reads of a state (time and positions), for a node that knows
+    only its own quadrotor."""
+
+    def __init__(self, t: float, positions: dict, n: int):
+        self.t = t
+        self.uav_p = np.full((n, 3), np.nan)
+        for i, p in positions.items():
+            self.uav_p[i] = p
+
+
+def run_node(config: Config, planner, *, uav: int | None, pilot_queue: str,
+             quad_names: list[str] | None = None, wait_s: float = 30.0) -> PlannerNode:
+    """Start a planner node in this process (after the world has set ``/use_sim_time``)."""
+    node = PlannerNode(config, planner, uav=uav, quad_names=quad_names, pilot_queue=pilot_queue)
+    _wait_for_sim_time(wait_s)
+    init_node("cableload_teacher" if uav is None else f"cableload_student_{node.names[uav]}")
+    node.connect()
+    return node
+
+
+def _wait_for_sim_time(wait_s: float) -> None:
+    """Block until the world has set ``/use_sim_time`` (so this node runs on its clock)."""
+    import rosgraph
+
+    from backends.gazebo import master_reachable, master_uri
+
+    if not master_reachable(timeout=1.0):
+        raise ros1.RosFailure(f"no ROS master at {master_uri()}")
+    master = rosgraph.Master("/cableload_node_setup")
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if master.hasParam("/use_sim_time") and master.getParam("/use_sim_time"):
+                return
+        except Exception:  # noqa: BLE001 - the master may be starting
+            pass
+        time.sleep(0.1)
+    raise ros1.RosFailure(f"/use_sim_time not set within {wait_s:g} s: start the world "
+                          "(`cableload world` or Gazebo) first")
+
+
+class NodePlanners:
+    """The planner seat of an episode whose planners run as nodes: each period it publishes the
+    load reference over the horizon for them, plans nothing, and counts the plans the nodes
+    publish (``report``)."""
+
+    name = "nodes"
+
+    def __init__(self, backend):
+        rospy = ros1.rospy()
+        m = ros1.messages()
+        self.backend = backend
+        self.received = [0] * len(backend.names)
+        self._subscribers = [
+            rospy.Subscriber(ros1.TRAJECTORY_TOPIC.format(quad=name), m.Reference,
+                             self._counter(i), queue_size=10)
+            for i, name in enumerate(backend.names)]
+
+    def _counter(self, i: int):
+        def count(_msg):
+            self.received[i] += 1
+
+        return count
+
+    def reset(self) -> None:
+        self.received = [0] * len(self.received)
+
+    def plan(self, state: WorldState, reference) -> list:
+        self.backend.publish_reference(reference, state.t)
+        return []
+
+    def report(self) -> dict:
+        return {"node_plans_min": min(self.received), "node_plans_total": sum(self.received)}
+

@@ -1,0 +1,354 @@
+"""The ROS1 layer shared by the Gazebo backend, ``cableload world``, the planner nodes and the
+hardware backend: lazy rospy, message classes from the shipped text, conversions, the clock.
+
+rospy comes from Debian's packages (``apt-get install python3-rospy ...``) and is imported only
+here, on first use, with a clear error naming the packages when it is missing. Standard messages
+(std_msgs, geometry_msgs, nav_msgs, rosgraph_msgs, std_srvs) are Debian's generated classes;
+``agiros_msgs``, ``gazebo_msgs`` (neither is packaged) and ``cableload_msgs`` are built at run
+time from the ``.msg`` / ``.srv`` text shipped in ``cableload_sim/msgs`` with genmsg and
+``genpy.dynamic``; their MD5 sums are those of the real packages (tested).
+
+Conventions at this edge (inside the project: world frame z up, quaternions w, x, y, z, body
+rates in the body frame):
+
+- ``geometry_msgs/Quaternion`` is x, y, z, w.
+- ``agiros_msgs/QuadState``: ``velocity.linear`` world, ``velocity.angular`` body rates (body).
+- ``nav_msgs/Odometry``: the twist is in the child frame (RotorS' odometry plugin and
+  Agilicious both publish it so): linear velocity and angular velocity in the body frame.
+- Times: ROS time in seconds. A backend measures an episode's time from the world's clock at its
+  start, so planners see the same times on every backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+import types
+from importlib import resources
+
+import numpy as np
+
+from cableload_sim.errors import CableloadError
+from cableload_sim.rotations import quat_to_matrix
+from cableload_sim.runlog.topics import (  # noqa: F401  (re-exported: the ROS layer's names)
+    CONFIG_TOPIC,
+    LOAD_ODOMETRY_TOPIC,
+    LOAD_POSE_TOPIC,
+    LOAD_REFERENCE_TOPIC,
+    METRICS_TOPIC,
+    ODOMETRY_TOPIC,
+    STATE_TOPIC,
+    TENSION_TOPIC,
+    TRAJECTORY_TOPIC,
+    WORLD_FRAME,
+)
+from cableload_sim.world import UavTrajectory
+
+DEBIAN_PACKAGES = ("python3-rospy", "python3-rosmaster", "python3-genpy", "python3-genmsg",
+                   "python3-std-msgs", "python3-std-srvs", "python3-geometry-msgs",
+                   "python3-nav-msgs", "python3-rosgraph-msgs")
+DEBIAN_PYTHON_PATH = "/usr/lib/python3/dist-packages"
+
+# topics (``{quad}`` is the quadrotor's name, ``quad1`` .. ``quadN``): those a run log records
+# plus the pilot's commands and telemetry and the reference stream for planner nodes
+PILOT_NS = "/{quad}/agiros_pilot"
+TELEMETRY_TOPIC = PILOT_NS + "/telemetry"
+ENABLE_TOPIC = PILOT_NS + "/enable"
+START_TOPIC = PILOT_NS + "/start"
+LAND_TOPIC = PILOT_NS + "/land"
+OFF_TOPIC = PILOT_NS + "/off"
+FORCE_HOVER_TOPIC = PILOT_NS + "/force_hover"
+LOAD_HORIZON_TOPIC = "/cableload/load/reference_horizon"
+RESET_WORLD = "/gazebo/reset_world"
+PAUSE_PHYSICS = "/gazebo/pause_physics"
+UNPAUSE_PHYSICS = "/gazebo/unpause_physics"
+SET_MODEL_STATE = "/gazebo/set_model_state"
+MODEL_NAME = "multilift"
+
+
+class RosUnavailable(CableloadError):
+    """ROS1 (rospy and its Debian packages) cannot be imported."""
+
+
+class RosFailure(CableloadError):
+    """The ROS graph failed: no master, a world that does not answer, a timeout."""
+
+
+def _import_rospy():
+    try:
+        import rospy  # noqa: F401
+    except ImportError:
+        if os.path.isdir(DEBIAN_PYTHON_PATH) and DEBIAN_PYTHON_PATH not in sys.path \
+                and sys.version_info[:2] == (3, 11):
+            sys.path.append(DEBIAN_PYTHON_PATH)  # Debian's rospy in another Python 3.11
+            try:
+                import rospy  # noqa: F401
+            except ImportError:
+                pass
+            else:
+                return
+        raise RosUnavailable(
+            "ROS1 is not installed: rospy could not be imported; on Debian run "
+            f"`sudo apt-get install {' '.join(DEBIAN_PACKAGES)}` and use a venv made with "
+            "`/usr/bin/python3 -m venv --system-site-packages`") from None
+
+
+def ros_available() -> tuple[bool, str]:
+    """Whether rospy imports, and why not."""
+    try:
+        _import_rospy()
+    except RosUnavailable as err:
+        return False, str(err)
+    return True, ""
+
+
+def rospy():
+    """The rospy module (imported on first use)."""
+    _import_rospy()
+    import rospy as module
+
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
+# Message classes
+
+
+def _msg_dir():
+    return resources.files("cableload_sim").joinpath("msgs")
+
+
+def _debian_messages() -> dict:
+    from geometry_msgs import msg as geometry
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+    from std_msgs import msg as std
+
+    return {"std_msgs/Header": std.Header, "std_msgs/String": std.String,
+            "std_msgs/Bool": std.Bool, "std_msgs/Empty": std.Empty,
+            "geometry_msgs/Point": geometry.Point, "geometry_msgs/Quaternion": geometry.Quaternion,
+            "geometry_msgs/Vector3": geometry.Vector3, "geometry_msgs/Pose": geometry.Pose,
+            "geometry_msgs/Twist": geometry.Twist, "geometry_msgs/PoseStamped": geometry.PoseStamped,
+            "nav_msgs/Odometry": Odometry, "rosgraph_msgs/Clock": Clock}
+
+
+def _register_debian(context, classes: dict) -> None:
+    """Make the Debian classes' definitions (each class's own text, the first part of its full
+    text) known to genmsg, so shipped messages can depend on them."""
+    from genmsg import msg_loader
+
+    separator = "\n" + "=" * 80 + "\n"
+    for name, cls in classes.items():
+        for part in cls._full_text.split(separator):
+            if part.startswith("MSG: "):
+                head, _, body = part.partition("\n")
+                dep = head[5:].strip()
+            else:
+                dep, body = name, part
+            if not context.is_registered(dep):
+                context.register(dep, msg_loader.load_msg_from_string(context, body, dep))
+
+
+@functools.lru_cache(maxsize=1)
+def messages() -> types.SimpleNamespace:
+    """Every message and service class the ROS layer uses, by short name."""
+    _import_rospy()
+    import genmsg
+    import genpy.dynamic
+    from genmsg import msg_loader
+    from std_srvs.srv import Empty as EmptyService
+
+    debian = _debian_messages()
+    context = genmsg.MsgContext.create_default()
+    _register_debian(context, debian)
+    specs = {}
+    for package in sorted(_msg_dir().iterdir(), key=lambda p: p.name):
+        if package.name not in ("agiros_msgs", "gazebo_msgs", "cableload_msgs"):
+            continue
+        for file in sorted(package.iterdir(), key=lambda p: p.name):
+            name = f"{package.name}/{file.name[:-4]}"
+            if file.name.endswith(".msg"):
+                spec = msg_loader.load_msg_from_string(context, file.read_text(), name)
+                context.register(name, spec)
+                specs[name] = spec
+            elif file.name.endswith(".srv"):
+                specs[name] = msg_loader.load_srv_from_string(context, file.read_text(), name)
+    out = {name.split("/")[1]: cls for name, cls in debian.items()}
+    out["EmptyService"] = EmptyService
+    for name, spec in specs.items():
+        msg_loader.load_depends(context, spec, {})
+        short = name.split("/")[1]
+        if isinstance(spec, genmsg.MsgSpec):
+            out[short] = genpy.dynamic.generate_dynamic(name, genmsg.compute_full_text(context,
+                                                                                       spec))[name]
+        else:
+            out[short] = _service_class(context, name, spec)
+    return types.SimpleNamespace(**out)
+
+
+def _service_class(context, name: str, spec):
+    """A service class (``_type``, ``_md5sum``, request and response classes) as genpy would
+    generate it, from a ``SrvSpec``."""
+    import genmsg
+    import genpy.dynamic
+
+    classes = {}
+    for part, sub in (("Request", spec.request), ("Response", spec.response)):
+        full = f"{name}{part}"
+        sub_spec = genmsg.MsgSpec(sub.types, sub.names, sub.constants, sub.text, full,
+                                  sub.package)
+        classes[part] = genpy.dynamic.generate_dynamic(
+            full, genmsg.compute_full_text(context, sub_spec))[full]
+    md5 = hashlib.md5((genmsg.compute_md5_text(context, spec.request)
+                       + genmsg.compute_md5_text(context, spec.response)).encode()).hexdigest()
+    return type(name.split("/")[1], (), {"_type": name, "_md5sum": md5,
+                                         "_request_class": classes["Request"],
+                                         "_response_class": classes["Response"]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversions (world frame, quaternions w, x, y, z inside; x, y, z, w in messages)
+
+
+def stamp(t: float):
+    """``rospy.Time`` of ``t`` seconds."""
+    return rospy().Time.from_sec(max(float(t), 0.0))
+
+
+def header(t: float, frame: str = WORLD_FRAME):
+    return messages().Header(stamp=stamp(t), frame_id=frame)
+
+
+def point(v):
+    return messages().Point(*map(float, v))
+
+
+def vector(v):
+    return messages().Vector3(*map(float, v))
+
+
+def quaternion(q_wxyz):
+    w, x, y, z = map(float, q_wxyz)
+    return messages().Quaternion(x, y, z, w)
+
+
+def pose(p, q_wxyz):
+    return messages().Pose(point(p), quaternion(q_wxyz))
+
+
+def twist(linear, angular):
+    return messages().Twist(vector(linear), vector(angular))
+
+
+def xyz(v) -> np.ndarray:
+    return np.array([v.x, v.y, v.z])
+
+
+def wxyz(q) -> np.ndarray:
+    return np.array([q.w, q.x, q.y, q.z])
+
+
+def quad_state(t: float, p, q, v, omega, motors=(), acceleration=(0, 0, 0), jerk=(0, 0, 0)):
+    """``agiros_msgs/QuadState``: world position and velocity, body rates in the body frame."""
+    m = messages()
+    zero = vector((0, 0, 0))
+    return m.QuadState(header=header(t), t=float(t), pose=pose(p, q), velocity=twist(v, omega),
+                       acceleration=twist(acceleration, (0, 0, 0)), acc_bias=zero, gyr_bias=zero,
+                       jerk=vector(jerk), snap=zero, motors=[float(w) for w in motors])
+
+
+def odometry(t: float, child: str, p, q, v_world, omega_body):
+    """``nav_msgs/Odometry`` with the twist in the child (body) frame."""
+    m = messages()
+    msg = m.Odometry()
+    msg.header = header(t)
+    msg.child_frame_id = child
+    msg.pose.pose = pose(p, q)
+    v_body = quat_to_matrix(np.asarray(q, dtype=float)).T @ np.asarray(v_world, dtype=float)
+    msg.twist.twist = twist(v_body, omega_body)
+    return msg
+
+
+def from_odometry(msg) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(t, p, q w-x-y-z, world velocity, body rates) of a ``nav_msgs/Odometry`` whose twist is
+    in the child frame."""
+    q = wxyz(msg.pose.pose.orientation)
+    q = q / np.linalg.norm(q)
+    v_world = quat_to_matrix(q) @ xyz(msg.twist.twist.linear)
+    return (msg.header.stamp.to_sec(), xyz(msg.pose.pose.position), q, v_world,
+            xyz(msg.twist.twist.angular))
+
+
+def from_quad_state(msg) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(t, p, q, world velocity, body rates, rotor speeds) of a ``QuadState``."""
+    q = wxyz(msg.pose.orientation)
+    q = q / np.linalg.norm(q)
+    motors = np.zeros(4)
+    motors[: min(4, len(msg.motors))] = list(msg.motors)[:4]
+    return (msg.header.stamp.to_sec(), xyz(msg.pose.position), q, xyz(msg.velocity.linear),
+            xyz(msg.velocity.angular), motors)
+
+
+def reference_message(traj: UavTrajectory, t_offset: float = 0.0):
+    """``agiros_msgs/Reference`` of a plan, node times shifted by ``t_offset`` (episode time to
+    ROS time). Each ``Setpoint``: ``state.t`` and its stamp the node time, world position,
+    velocity, acceleration and jerk, body rates in ``state.velocity.angular`` and
+    ``command.bodyrates``; identity attitude and zero thrust (a plan carries neither)."""
+    m = messages()
+    points = []
+    identity = (1.0, 0.0, 0.0, 0.0)
+    for k in range(traj.n_nodes):
+        t = float(traj.t[k] + t_offset)
+        state = quad_state(t, traj.p[k], identity, traj.v[k], traj.body_rates[k],
+                           acceleration=traj.a[k], jerk=traj.j[k])
+        command = m.Command(header=header(t), t=t, is_single_rotor_thrust=False,
+                            collective_thrust=0.0, bodyrates=vector(traj.body_rates[k]),
+                            thrusts=[0.0] * 4)
+        points.append(m.Setpoint(state=state, command=command))
+    return m.Reference(header=header(float(traj.t[0] + t_offset)), points=points)
+
+
+def trajectory_arrays(msg, t_offset: float = 0.0) -> dict[str, np.ndarray]:
+    """Node arrays (t, p, v, a, j, w) of a ``Reference``, times shifted by ``-t_offset``."""
+    states = [point.state for point in msg.points]
+    return {
+        "t": np.array([s.t for s in states]) - t_offset,
+        "p": np.array([xyz(s.pose.position) for s in states]).reshape(-1, 3),
+        "v": np.array([xyz(s.velocity.linear) for s in states]).reshape(-1, 3),
+        "a": np.array([xyz(s.acceleration.linear) for s in states]).reshape(-1, 3),
+        "j": np.array([xyz(s.jerk) for s in states]).reshape(-1, 3),
+        "w": np.array([xyz(p.command.bodyrates) for p in msg.points]).reshape(-1, 3),
+    }
+
+
+def load_setpoints_message(t0: float, times: np.ndarray, sample, t_offset: float = 0.0):
+    """``agiros_msgs/Reference`` carrying the *load's* reference over a horizon (what planner
+    nodes read instead of computing the reference themselves): each setpoint's state holds the
+    load's p and q (``pose``), v and body rate omega (``velocity``), a and body angular
+    acceleration alpha (``acceleration``) and jerk at one time (``t``, episode time plus
+    ``t_offset``)."""
+    m = messages()
+    points = []
+    for k, t in enumerate(times):
+        state = quad_state(t + t_offset, sample.p[k], sample.q[k], sample.v[k], sample.omega[k],
+                           acceleration=sample.a[k], jerk=sample.j[k])
+        state.acceleration.angular = vector(sample.alpha[k])
+        points.append(m.Setpoint(state=state))
+    return m.Reference(header=header(t0 + t_offset, frame="load_reference"), points=points)
+
+
+def load_setpoints_arrays(msg) -> dict[str, np.ndarray]:
+    """Arrays t, p, v, a, j, q (w, x, y, z), omega, alpha of a load-reference message."""
+    states = [point.state for point in msg.points]
+    return {
+        "t": np.array([s.t for s in states]),
+        "p": np.array([xyz(s.pose.position) for s in states]).reshape(-1, 3),
+        "v": np.array([xyz(s.velocity.linear) for s in states]).reshape(-1, 3),
+        "a": np.array([xyz(s.acceleration.linear) for s in states]).reshape(-1, 3),
+        "j": np.array([xyz(s.jerk) for s in states]).reshape(-1, 3),
+        "q": np.array([wxyz(s.pose.orientation) for s in states]).reshape(-1, 4),
+        "omega": np.array([xyz(s.velocity.angular) for s in states]).reshape(-1, 3),
+        "alpha": np.array([xyz(s.acceleration.angular) for s in states]).reshape(-1, 3),
+    }

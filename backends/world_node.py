@@ -1,0 +1,344 @@
+"""``cableload world``: the numba simulator as a ROS node that speaks what a Gazebo world with
+RotorS quadrotors flying the Agilicious pilot speaks.
+
+To its clients it is such a world:
+
+- per quadrotor ``/<quad>/agiros_pilot/{state, odometry, telemetry}`` out and ``trajectory``,
+  ``enable``, ``start``, ``land``, ``off``, ``force_hover`` in, with the pilot's state machine
+  and queueing rule (``backends.pilot``, stock or replacing queue);
+- the load's pose at a motion-capture rate (``/mocap/load/pose``, ``geometry_msgs/PoseStamped``)
+  and its odometry (``/cableload/load/odometry``), the cable tensions
+  (``/cableload/cable_tension``, a simulator extra);
+- ``/clock`` with ``/use_sim_time`` set, and the gazebo_ros services episodes use:
+  ``/gazebo/reset_world``, ``/gazebo/pause_physics``, ``/gazebo/unpause_physics``,
+  ``/gazebo/set_model_state`` (model ``multilift``: the load's pose; the system is placed at rest
+  in hover around it).
+
+The system is spawned airborne in its hover formation. The simulator has no ground contact yet,
+so until every quadrotor has been started the world holds the system at its spawn state (the
+stand-in for resting on the ground): time runs, nothing moves. After that the physics runs while
+the world is unpaused. A pilot that lands descends ``land_drop_m`` and switches off; once all
+have, the system is held again. ``off`` while flying is the emergency kill: with no ground to
+fall to, the world stops the flight there and holds the system (reported in its log).
+
+Pacing: real-time factor 1 by default; any other factor on request, ``0`` for as fast as
+possible. Physics advances in slices of one state period (``state_rate_hz``); references and
+commands that arrived meanwhile take effect at the next slice, never earlier than they arrived.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from backends import ros1
+from backends.pilot import Pilot, PilotState
+from cableload_sim.params import Config
+from cableload_sim.runlog import default_quad_names
+from cableload_sim.simulator import Simulator
+
+TELEMETRY_RATE_HZ = 20.0
+
+
+@dataclass(frozen=True)
+class WorldOptions:
+    """How ``cableload world`` runs."""
+
+    real_time_factor: float = 1.0
+    """Simulated seconds per wall second; 0 runs as fast as possible."""
+    state_rate_hz: float = 100.0
+    """Rate of the quadrotor states, odometry and ``/clock`` (Hz)."""
+    mocap_rate_hz: float = 100.0
+    """Rate of the load's pose and odometry (Hz); a divisor of ``state_rate_hz``."""
+    pilot_queue: str = "stock"
+    """``stock``: append-only queue of the Agilicious pilot; ``replace``: a patched pilot."""
+    start_paused: bool = False
+    land_drop_m: float = 1.0
+    """How far a landing quadrotor descends before it switches off (m)."""
+
+    def __post_init__(self):
+        if not np.isfinite(self.real_time_factor) or self.real_time_factor < 0.0:
+            raise ValueError(f"real_time_factor: expected a number >= 0, got "
+                             f"{self.real_time_factor!r}")
+        for name in ("state_rate_hz", "mocap_rate_hz"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or not 1.0 <= value <= 1000.0:
+                raise ValueError(f"{name}: expected 1 to 1000 Hz, got {value!r}")
+        ratio = self.state_rate_hz / self.mocap_rate_hz
+        if abs(ratio - round(ratio)) > 1e-9:
+            raise ValueError(f"mocap_rate_hz={self.mocap_rate_hz!r} must divide "
+                             f"state_rate_hz={self.state_rate_hz!r}")
+
+
+class WorldNode:
+    """The simulated world; ``run()`` serves until ROS shuts down or ``stop()``."""
+
+    def __init__(self, config: Config, options: WorldOptions | None = None,
+                 spawn_pose: tuple | None = None, quad_names: list[str] | None = None):
+        self.config = config
+        self.options = options or WorldOptions()
+        self.sim = Simulator(config)
+        self.n = self.sim.n
+        self.names = quad_names or default_quad_names(self.n)
+        steps = 1.0 / (self.options.state_rate_hz * self.sim.h)
+        self.steps_per_slice = max(1, round(steps))
+        self.slice_s = self.steps_per_slice * self.sim.h
+        self.mocap_every = round(self.options.state_rate_hz / self.options.mocap_rate_hz)
+        self.telemetry_every = max(1, round(self.options.state_rate_hz / TELEMETRY_RATE_HZ))
+        self.spawn = spawn_pose or (np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+        self.pilots = [Pilot(name, self.options.pilot_queue, self.options.land_drop_m)
+                       for name in self.names]
+        self.paused = self.options.start_paused
+        self.clock = 0.0  # ROS time (s)
+        self.epoch = 0.0  # ROS time at the simulator's time zero
+        self.messages: deque[str] = deque(maxlen=100)
+        self._inbox: deque = deque()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._slices = 0
+        self.sim.advance(self.steps_per_slice, log=False)  # compile (or load) the kernels now,
+        self.sim.world_state()  # not in the first slice a client waits for
+        self._place(*self.spawn)
+
+    # -- model -----------------------------------------------------------------------------
+
+    @property
+    def sim_time(self) -> float:
+        return self.clock - self.epoch
+
+    def _place(self, load_p, load_q) -> None:
+        self.sim.reset(load_p, load_q)
+        self.epoch = self.clock  # the simulator restarts its time at zero
+        state = self.sim.world_state()
+        for i, pilot in enumerate(self.pilots):
+            pilot.hover_position = state.uav_p[i].copy()
+            pilot.queue.clear()
+
+    @property
+    def held(self) -> bool:
+        """Nothing moves: not every quadrotor has started, or all have switched off."""
+        return not all(p.flying for p in self.pilots)
+
+    # -- ROS -------------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        rospy = ros1.rospy()
+        m = ros1.messages()
+        rospy.set_param("/use_sim_time", True)
+        rospy.init_node("cableload_world", anonymous=False, disable_signals=True)
+        rospy.set_param("/cableload/world", json.dumps({
+            "quad_names": self.names, "system": dataclasses.asdict(self.config.system),
+            "pilot_queue": self.options.pilot_queue, "state_rate_hz": self.options.state_rate_hz,
+            "real_time_factor": self.options.real_time_factor}))
+        self.pub_clock = rospy.Publisher("/clock", m.Clock, queue_size=10)
+        self.pub_state, self.pub_odometry, self.pub_telemetry = [], [], []
+        self._subscribers = []
+        for i, name in enumerate(self.names):
+            self.pub_state.append(rospy.Publisher(ros1.STATE_TOPIC.format(quad=name),
+                                                  m.QuadState, queue_size=10))
+            self.pub_odometry.append(rospy.Publisher(ros1.ODOMETRY_TOPIC.format(quad=name),
+                                                     m.Odometry, queue_size=10))
+            self.pub_telemetry.append(rospy.Publisher(ros1.TELEMETRY_TOPIC.format(quad=name),
+                                                      m.Telemetry, queue_size=10))
+            for topic, cls, kind in ((ros1.TRAJECTORY_TOPIC, m.Reference, "trajectory"),
+                                     (ros1.ENABLE_TOPIC, m.Bool, "enable"),
+                                     (ros1.START_TOPIC, m.Empty, "start"),
+                                     (ros1.LAND_TOPIC, m.Empty, "land"),
+                                     (ros1.OFF_TOPIC, m.Empty, "off"),
+                                     (ros1.FORCE_HOVER_TOPIC, m.Empty, "force_hover")):
+                self._subscribers.append(rospy.Subscriber(
+                    topic.format(quad=name), cls, self._on_command, callback_args=(i, kind),
+                    queue_size=50))
+        self.pub_load_pose = rospy.Publisher(ros1.LOAD_POSE_TOPIC, m.PoseStamped, queue_size=10)
+        self.pub_load_odometry = rospy.Publisher(ros1.LOAD_ODOMETRY_TOPIC, m.Odometry,
+                                                 queue_size=10)
+        self.pub_tension = rospy.Publisher(ros1.TENSION_TOPIC, m.CableTension, queue_size=10)
+        self._services = [
+            rospy.Service(ros1.RESET_WORLD, m.EmptyService, self._srv_reset),
+            rospy.Service(ros1.PAUSE_PHYSICS, m.EmptyService, self._srv_pause),
+            rospy.Service(ros1.UNPAUSE_PHYSICS, m.EmptyService, self._srv_unpause),
+            rospy.Service(ros1.SET_MODEL_STATE, m.SetModelState, self._srv_set_model_state),
+        ]
+
+    def _on_command(self, msg, args) -> None:
+        i, kind = args
+        if kind == "trajectory":  # converted here, in the subscriber's thread
+            payload = ros1.trajectory_arrays(msg)
+        elif kind == "enable":
+            payload = bool(msg.data)
+        else:
+            payload = None
+        self._inbox.append((i, kind, payload))
+
+    def _srv_reset(self, _request):
+        with self._lock:
+            for pilot in self.pilots:
+                pilot.off()
+            self._place(*self.spawn)
+            self.messages.append("reset_world: system back at its spawn pose, pilots off")
+        return ros1.messages().EmptyService._response_class()
+
+    def _srv_pause(self, _request):
+        self.paused = True
+        return ros1.messages().EmptyService._response_class()
+
+    def _srv_unpause(self, _request):
+        self.paused = False
+        return ros1.messages().EmptyService._response_class()
+
+    def _srv_set_model_state(self, request):
+        response = ros1.messages().SetModelState._response_class()
+        state = request.model_state
+        problem = None
+        if state.model_name != ros1.MODEL_NAME:
+            problem = f"unknown model {state.model_name!r}; this world has {ros1.MODEL_NAME!r}"
+        elif state.reference_frame not in ("", "world", "map"):
+            problem = f"reference_frame {state.reference_frame!r}: only the world frame"
+        elif np.any(ros1.xyz(state.twist.linear)) or np.any(ros1.xyz(state.twist.angular)):
+            problem = "the system is placed at rest only (twist must be zero)"
+        p = ros1.xyz(state.pose.position)
+        q = ros1.wxyz(state.pose.orientation)
+        if problem is None and (not np.isfinite(p).all() or not np.isfinite(q).all()
+                                or abs(np.linalg.norm(q) - 1.0) > 1e-3):
+            problem = f"pose: expected finite values and a unit quaternion, got {p}, {q}"
+        if problem is not None:
+            response.success, response.status_message = False, problem
+            return response
+        with self._lock:
+            self._place(p, q / np.linalg.norm(q))
+        response.success, response.status_message = True, "placed at rest in hover"
+        return response
+
+    def summary(self) -> str:
+        """References each pilot accepted and rejected (the world's own count: the pilot's
+        telemetry has no field for it)."""
+        counts = ", ".join(f"{p.name} {p.queue.accepted}/{p.queue.rejected}" for p in self.pilots)
+        return f"pilot references accepted/rejected: {counts}"
+
+    # -- loop ------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, duration_s: float | None = None) -> None:
+        """Serve until stopped, ROS shuts down, or ``duration_s`` of ROS time passed."""
+        rospy = ros1.rospy()
+        rtf = self.options.real_time_factor
+        wall0, clock0 = time.monotonic(), self.clock
+        while not self._stop.is_set() and not rospy.is_shutdown():
+            if duration_s is not None and self.clock - clock0 >= duration_s:
+                break
+            if self.paused:
+                time.sleep(0.01)
+                wall0, clock0 = time.monotonic(), self.clock
+                continue
+            with self._lock:
+                self.step_slice()
+            self.publish()
+            if rtf > 0.0:
+                delay = wall0 + (self.clock - clock0) / rtf - time.monotonic()
+                if delay > 0.0:
+                    time.sleep(delay)
+                elif delay < -1.0:  # far behind (a slow machine): do not try to catch up
+                    wall0, clock0 = time.monotonic(), self.clock
+
+    def step_slice(self) -> None:
+        """Apply what arrived, give each controller its pilot's plan, advance one slice."""
+        state = self.sim.world_state()
+        now = self.sim_time
+        while self._inbox:
+            i, kind, payload = self._inbox.popleft()
+            self._apply(i, kind, payload, now, state.uav_p[i])
+        if self.held:
+            self.clock += self.slice_s
+            self.epoch += self.slice_s  # time runs, the simulator's state does not
+        else:
+            for i, pilot in enumerate(self.pilots):
+                plan = pilot.plan(now, state.uav_p[i])
+                if plan is not None:
+                    self.sim.send_plan(i, plan)
+            if any(p.state is PilotState.OFF and not p.landed for p in self.pilots):
+                self.messages.append(f"t={now:.2f} s: a quadrotor was switched off in flight; "
+                                     "the flight stops here")
+                for pilot in self.pilots:
+                    pilot.off()
+            else:
+                self.sim.advance(self.steps_per_slice, log=False)
+                self.clock = self.epoch + self.sim.time
+        self._slices += 1
+
+    def _apply(self, i: int, kind: str, payload, now: float, position) -> None:
+        pilot = self.pilots[i]
+        if kind == "trajectory":
+            payload = {**payload, "t": payload["t"] - self.epoch}
+            end = pilot.queue.end
+            if not pilot.offer(payload, now):
+                self.messages.append(
+                    f"t={now:.3f} s {pilot.name}: reference [{payload['t'][0]:.4f}, "
+                    f"{payload['t'][-1]:.4f}] s rejected ({pilot.state.value}, queue ends "
+                    f"{'-' if end is None else f'{end:.4f}'} s)")
+        elif kind == "enable":
+            pilot.enable(payload)
+        elif kind == "start":
+            pilot.start(position)
+        elif kind == "land":
+            pilot.land(now, position)
+        elif kind == "off":
+            was_flying = pilot.flying
+            pilot.off()
+            pilot.landed = not was_flying
+        elif kind == "force_hover":
+            pilot.force_hover(position)
+
+    def publish(self) -> None:
+        m = ros1.messages()
+        t = self.clock
+        self.pub_clock.publish(m.Clock(clock=ros1.stamp(t)))
+        state = self.sim.world_state()
+        for i, name in enumerate(self.names):
+            self.pub_state[i].publish(ros1.quad_state(
+                t, state.uav_p[i], state.uav_q[i], state.uav_v[i], state.uav_omega[i],
+                state.rotor_speeds[i]))
+            self.pub_odometry[i].publish(ros1.odometry(
+                t, f"{name}/body", state.uav_p[i], state.uav_q[i], state.uav_v[i],
+                state.uav_omega[i]))
+        if self._slices % self.mocap_every == 0:
+            pose = m.PoseStamped(header=ros1.header(t), pose=ros1.pose(state.load_p,
+                                                                        state.load_q))
+            self.pub_load_pose.publish(pose)
+            self.pub_load_odometry.publish(ros1.odometry(
+                t, "load", state.load_p, state.load_q, state.load_v, state.load_omega))
+            self.pub_tension.publish(m.CableTension(header=ros1.header(t),
+                                                    tension=list(state.cable_tension)))
+        if self._slices % self.telemetry_every == 0:
+            for i in range(self.n):
+                self.pub_telemetry[i].publish(self.telemetry(i, t, state))
+
+    def telemetry(self, i: int, t: float, state):
+        m = ros1.messages()
+        pilot = self.pilots[i]
+        end = pilot.queue.end
+        left = max(0.0, end - self.sim_time) if end is not None else 0.0
+        reference = pilot.queue.sample(self.sim_time) if pilot.state is PilotState.TRACKING \
+            else None
+        if reference is not None:
+            ref_state = ros1.quad_state(t, reference.p[0], (1, 0, 0, 0), reference.v[0],
+                                        reference.body_rates[0])
+            rmse = float(np.linalg.norm(reference.p[0] - state.uav_p[i]))
+        else:
+            ref_state = ros1.quad_state(t, pilot.hover_position, (1, 0, 0, 0), (0, 0, 0),
+                                        (0, 0, 0))
+            rmse = float(np.linalg.norm(pilot.hover_position - state.uav_p[i])) \
+                if pilot.flying else 0.0
+        return m.Telemetry(header=ros1.header(t), t=t, bridge_type=m.String("SIM"),
+                           bridge_armed=m.Bool(pilot.armed), guard_triggered=m.Bool(False),
+                           num_references_in_queue=len(pilot.queue),
+                           reference_left_duration=left, rmse=rmse, reference=ref_state,
+                           voltage=16.0)
+

@@ -1,0 +1,137 @@
+"""The Agilicious pilot as ``cableload world`` reproduces it: queueing rules and state machine;
+and the agiros client's cutting of plans for a stock pilot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backends.agiros import plan_piece
+from backends.pilot import Pilot, PilotState, ReferenceQueue, reference_problem
+from cableload_sim.horizon import node_times
+from cableload_sim.world import UavTrajectory
+
+
+def reference(t0: float, t1: float, x0: float = 0.0, speed: float = 1.0, points: int = 11):
+    t = np.linspace(t0, t1, points)
+    p = np.zeros((points, 3))
+    p[:, 0] = x0 + speed * (t - t0)
+    p[:, 2] = 1.0
+    v = np.zeros((points, 3))
+    v[:, 0] = speed
+    zeros = np.zeros((points, 3))
+    return {"t": t, "p": p, "v": v, "a": zeros, "j": zeros, "w": zeros}
+
+
+def test_stock_queue_appends_only_after_the_queued_end():
+    queue = ReferenceQueue("stock")
+    assert queue.offer(reference(0.0, 0.1), now=0.0)
+    assert not queue.offer(reference(0.05, 0.15), now=0.0)  # overlaps: rejected
+    assert queue.offer(reference(0.1, 0.2), now=0.0)  # starts exactly at the end
+    assert queue.offer(reference(0.3, 0.4), now=0.0)  # after a gap
+    assert (queue.accepted, queue.rejected, len(queue)) == (3, 1, 3)
+    assert queue.end == pytest.approx(0.4)
+    queue.drop_expired(0.25)
+    assert len(queue) == 1 and queue.start == pytest.approx(0.3)
+
+
+def test_replacing_queue_takes_every_valid_reference():
+    queue = ReferenceQueue("replace")
+    assert queue.offer(reference(0.0, 1.0), now=0.0)
+    assert queue.offer(reference(0.5, 1.5), now=0.5)
+    assert len(queue) == 1 and queue.start == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda r: r.update(t=r["t"][::-1].copy()), "increasing"),
+    (lambda r: r["p"].__setitem__((3, 0), np.nan), "non-finite"),
+    (lambda r: r.update(t=r["t"][:1], p=r["p"][:1], v=r["v"][:1], a=r["a"][:1], j=r["j"][:1],
+                        w=r["w"][:1]), "at least 2 points"),
+    (lambda r: r.update(v=r["v"][:, :2]), "shape"),
+])
+def test_malformed_reference_is_rejected_by_both_rules(change, why):
+    for mode in ("stock", "replace"):
+        ref = reference(0.0, 1.0)
+        change(ref)
+        assert why in reference_problem(ref)
+        queue = ReferenceQueue(mode)
+        assert not queue.offer(ref, now=0.0) and queue.rejected == 1 and len(queue) == 0
+
+
+def test_queue_sample_follows_the_references_and_holds_the_end():
+    queue = ReferenceQueue("stock")
+    queue.offer(reference(0.0, 0.5, x0=0.0), now=0.0)
+    queue.offer(reference(0.5, 1.0, x0=0.5), now=0.0)
+    plan = queue.sample(0.2)
+    assert plan.n_nodes == 21 and plan.t[0] == pytest.approx(0.2)
+    inside = plan.t <= 1.0
+    np.testing.assert_allclose(plan.p[inside, 0], plan.t[inside], atol=1e-12)
+    np.testing.assert_allclose(plan.v[inside, 0], 1.0)
+    beyond = plan.t > 1.0
+    np.testing.assert_allclose(plan.p[beyond, 0], 1.0)  # the final position, at rest
+    np.testing.assert_allclose(plan.v[beyond], 0.0)
+    assert queue.sample(1.5) is None  # everything expired
+
+
+def test_state_machine_arm_start_track_hover_land_off():
+    pilot = Pilot("quad1", "stock", land_drop_m=0.5)
+    here = np.array([1.0, 2.0, 3.0])
+    assert pilot.plan(0.0, here) is None and not pilot.start(here)  # off: start ignored
+    assert not pilot.offer(reference(0.0, 1.0), now=0.0)  # not armed: nothing queued
+    pilot.enable(True)
+    assert pilot.state is PilotState.ENABLED and pilot.plan(0.0, here) is None
+    assert pilot.start(here) and pilot.state is PilotState.HOVER
+    np.testing.assert_allclose(pilot.plan(0.0, here).p, np.tile(here, (21, 1)))
+    ref = reference(1.0, 2.0, x0=5.0)
+    assert pilot.offer(ref, now=0.5)
+    assert pilot.plan(0.5, here).p[0, 0] == pytest.approx(here[0])  # not yet started
+    assert pilot.state is PilotState.HOVER
+    plan = pilot.plan(1.5, here)
+    assert pilot.state is PilotState.TRACKING and plan.p[0, 0] == pytest.approx(5.5)
+    plan = pilot.plan(2.5, here)  # the queue ran out: hover at its end
+    assert pilot.state is PilotState.HOVER and plan.p[0, 0] == pytest.approx(6.0)
+    pilot.land(3.0, plan.p[0])
+    descent = pilot.plan(3.5, plan.p[0])
+    assert pilot.state is PilotState.LANDING
+    assert descent.p[0, 2] == pytest.approx(plan.p[0, 2] - 0.25) and descent.v[0, 2] < 0.0
+    assert pilot.plan(4.1, plan.p[0]) is None  # came down land_drop_m: off
+    assert pilot.state is PilotState.OFF and pilot.landed
+
+
+def test_force_hover_drops_the_queue_and_disarm_stops_everything():
+    pilot = Pilot("quad1", "stock")
+    pilot.enable(True)
+    pilot.start(np.zeros(3))
+    pilot.offer(reference(0.0, 5.0), now=0.0)
+    assert pilot.plan(1.0, np.zeros(3)) is not None and pilot.state is PilotState.TRACKING
+    where = np.array([0.7, 0.0, 1.0])
+    pilot.force_hover(where)
+    assert len(pilot.queue) == 0 and pilot.state is PilotState.HOVER
+    np.testing.assert_allclose(pilot.plan(1.1, where).p[-1], where)
+    pilot.enable(False)
+    assert pilot.state is PilotState.OFF and pilot.plan(1.2, where) is None
+
+
+def test_plan_piece_for_a_stock_pilot_starts_at_the_queued_end():
+    """Consecutive plans cut as the client cuts them are each accepted by a stock queue and
+    together follow the plans."""
+    t = node_times(0.0)
+    p = np.zeros((21, 3))
+    p[:, 0] = t
+    v = np.zeros((21, 3))
+    v[:, 0] = 1.0
+    zeros = np.zeros((21, 3))
+    queue = ReferenceQueue("stock")
+    end = None
+    for k in range(5):
+        t0 = 0.1 * k
+        plan = UavTrajectory(t + t0, p + [t0, 0, 0], v, zeros, zeros, zeros)
+        start = t0 if end is None else end
+        piece = plan_piece(plan, start, t0 + 0.15, 0.01)
+        ref = {"t": piece.t, "p": piece.p, "v": piece.v, "a": piece.a, "j": piece.j,
+               "w": piece.body_rates}
+        assert queue.offer(ref, now=t0), f"plan {k} rejected"
+        end = piece.t[-1]
+        assert np.diff(piece.t).max() <= 0.01 + 1e-12
+    sample = queue.sample(0.42)  # after the last offer (earlier pieces have expired)
+    np.testing.assert_allclose(sample.p[sample.t <= end, 0], sample.t[sample.t <= end])
