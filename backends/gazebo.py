@@ -73,7 +73,8 @@ def init_node(name: str) -> None:
 
 
 class _Stream:
-    """Recent messages of one source as arrays, thread-safe."""
+    """Recent messages of one source, thread-safe: rows (t, position, attitude quaternion
+    w-x-y-z, further arrays...)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -94,8 +95,8 @@ class _Stream:
             return [row for row in self._rows if t_from < row[0] <= t_to]
 
     def at(self, times: np.ndarray) -> list[np.ndarray] | None:
-        """Every value interpolated linearly at ``times`` (held beyond the ends); quaternions
-        (4-vectors) renormalized."""
+        """Every value interpolated linearly at ``times`` (held beyond the ends); the attitude
+        renormalized."""
         with self._lock:
             rows = list(self._rows)
         if not rows:
@@ -106,7 +107,7 @@ class _Stream:
             values = np.array([r[k] for r in rows])
             column = np.stack([np.interp(times, t, values[:, c]) for c in range(values.shape[1])],
                               axis=-1)
-            if values.shape[1] == 4 and k == 2:
+            if k == 2:  # the attitude
                 column /= np.linalg.norm(column, axis=-1, keepdims=True)
             out.append(column)
         return out

@@ -166,6 +166,8 @@ class Pilot:
         self._land_start: tuple[float, np.ndarray] | None = None
         self._final = self.hover_position
         self.landed = False
+        self.ran_dry = 0
+        """Times the queue ran out while tracking (the pilot then hovers at its end)."""
 
     @property
     def armed(self) -> bool:
@@ -231,5 +233,6 @@ class Pilot:
             if self.state is PilotState.TRACKING:  # the queue ran out: hold its end
                 self.hover_position = self._final
                 self.state = PilotState.HOVER
+                self.ran_dry += 1
             return hold(t, self.hover_position)
         return None

@@ -25,7 +25,7 @@ import numpy as np
 
 from backends import ros1
 from backends.agiros import AgirosClient
-from backends.gazebo import WorldObserver, init_node
+from backends.gazebo import WorldObserver, _Stream, init_node
 from cableload_sim.horizon import node_offsets
 from cableload_sim.params import Config
 from cableload_sim.rotations import quat_multiply
@@ -149,9 +149,8 @@ class PlannerNode:
         self.guard = PlanGuard()
         self.reference: SampledReference | None = None
         self.plans_sent = 0
+        self.skipped = 0
         self.plan_times: list[float] = []
-        self._lock = threading.Lock()
-        self._load_pose = None
         self.uavs = [uav] if uav is not None else list(range(self.system.n_uavs))
         if uav is not None and not 0 <= uav < self.system.n_uavs:
             raise ValueError(f"--uav: expected 0 to {self.system.n_uavs - 1}, got {uav}")
@@ -167,31 +166,60 @@ class PlannerNode:
             self.observer = WorldObserver(self.config, self.names,
                                           [self.clients[i] for i in self.uavs])
         else:
+            self._own, self._load = _Stream(), _Stream()
+            self.clients[self.uav].on_state = self._on_own_state
             self._subscribers.append(rospy.Subscriber(ros1.LOAD_POSE_TOPIC, m.PoseStamped,
                                                       self._on_load_pose, queue_size=10))
-        self.timer = rospy.Timer(rospy.Duration.from_sec(self.period_s), self._on_timer)
+        # decisions on the world's clock: every time it crosses a multiple of the period (a
+        # rospy.Timer on simulated time was measured to skip or double ticks, and a skipped
+        # plan drains a stock pilot's queue)
+        self._decision = -1
+        self._due = threading.Event()
+        self._stop = threading.Event()
+        self._subscribers.append(rospy.Subscriber("/clock", m.Clock, self._on_clock,
+                                                  queue_size=10))
+        self._worker = threading.Thread(target=self._plan_when_due, daemon=True,
+                                        name="cableload-planner")
+        self._worker.start()
 
     def _on_horizon(self, msg) -> None:
         self.reference = SampledReference(ros1.load_setpoints_arrays(msg))
 
     def _on_load_pose(self, msg) -> None:
-        self._load_pose = msg
+        q = ros1.wxyz(msg.pose.orientation)
+        self._load.add(msg.header.stamp.to_sec(), ros1.xyz(msg.pose.position),
+                       q / np.linalg.norm(q))
+
+    def _on_own_state(self, msg) -> None:
+        t, p, q, v, w, _ = ros1.from_quad_state(msg)
+        self._own.add(t, p, q, v, w)
 
     def _observation(self) -> LocalObservation | None:
-        client = self.clients[self.uav]
-        own, load = client.state, self._load_pose
+        """The own state and the load's pose at one time: the later of the two streams'
+        newest stamps that both have reached (interpolated where they are not sampled
+        together), so the cable's two ends are seen at the same instant."""
+        own, load = self._own.latest(), self._load.latest()
         if own is None or load is None:
             return None
-        t, p, q, v, w, _ = ros1.from_quad_state(own)
-        load_q = ros1.wxyz(load.pose.orientation)
-        return LocalObservation.of(max(t, load.header.stamp.to_sec()), ros1.xyz(load.pose.position),
-                                   load_q / np.linalg.norm(load_q), p, v, q, w,
+        t = min(own[0], load[0])
+        (p, q, v, w), (load_p, load_q) = self._own.at(np.array([t])), self._load.at(np.array([t]))
+        return LocalObservation.of(t, load_p[0], load_q[0], p[0], v[0], q[0], w[0],
                                    self.system.load.attachments[self.uav],
                                    self.system.quadrotors[self.uav].attachment)
 
-    def _on_timer(self, _event) -> None:
-        with self._lock:  # a slow plan never overlaps the next
-            self.plan_once()
+    def _on_clock(self, msg) -> None:
+        decision = int(np.floor(msg.clock.to_sec() / self.period_s + 1e-9))
+        if decision > self._decision:
+            if self._due.is_set():
+                self.skipped += 1  # the previous plan is still being made
+            self._decision = decision
+            self._due.set()
+
+    def _plan_when_due(self) -> None:
+        while not self._stop.is_set():
+            if self._due.wait(timeout=0.1):
+                self._due.clear()
+                self.plan_once()
 
     def plan_once(self) -> bool:
         """Plan and send once; False when there is nothing to plan from yet."""
@@ -223,7 +251,8 @@ class PlannerNode:
         return True
 
     def close(self) -> None:
-        self.timer.shutdown()
+        self._stop.set()
+        self._worker.join(timeout=2.0)
         for sub in self._subscribers:
             sub.unregister()
         for client in self.clients.values():

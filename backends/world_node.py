@@ -217,9 +217,10 @@ class WorldNode:
 
     def summary(self) -> str:
         """References each pilot accepted and rejected (the world's own count: the pilot's
-        telemetry has no field for it)."""
+        telemetry has no field for it), and how often its queue ran out while tracking."""
         counts = ", ".join(f"{p.name} {p.queue.accepted}/{p.queue.rejected}" for p in self.pilots)
-        return f"pilot references accepted/rejected: {counts}"
+        dry = ", ".join(f"{p.name} {p.ran_dry}" for p in self.pilots)
+        return f"pilot references accepted/rejected: {counts}; queue ran dry: {dry}"
 
     # -- loop ------------------------------------------------------------------------------
 
