@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cableload_sim.errors import UsageError
+from cableload_sim.errors import OutputExistsError, UsageError
 from cableload_sim.params import Config, QuadrotorParams, SystemParams
 from cableload_sim.rotations import matrix_to_quat, quat_from_axis_angle, quat_to_euler, quat_to_matrix
 from cableload_sim.runlog import LOAD_ODOMETRY_TOPIC, default_quad_names
@@ -470,7 +470,7 @@ def write_world(config: Config, path, overwrite: bool = False, **options) -> Pat
     then renamed); an existing file is an error unless ``overwrite``."""
     path = Path(path)
     if path.exists() and not overwrite:
-        raise FileExistsError(f"world file {str(path)!r} exists already; choose another path or "
+        raise OutputExistsError(f"world file {str(path)!r} exists already; choose another path or "
                               "overwrite it (--overwrite)")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"folder {str(path.parent)!r} of the world file does not exist")

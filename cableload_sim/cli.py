@@ -576,9 +576,6 @@ def main(argv: list[str] | None = None) -> int:
         except CableloadError as err:
             print(f"cableload: error: {err}", file=sys.stderr)
             return err.exit_status
-        except FileExistsError as err:  # an output named by the user (``OutputExistsError``)
-            print(f"cableload: error: {os_error_line(err)}", file=sys.stderr)
-            return 2
         except OSError as err:
             print(f"cableload: error: {os_error_line(err)}", file=sys.stderr)
             return 1
