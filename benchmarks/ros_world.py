@@ -1,7 +1,8 @@
 """The ROS1 path against the embedded backend, 60 s at real-time factor 1 (the ROS issue's
 figures): the teacher through the Gazebo backend against ``cableload world``, and three student
 nodes (separate processes) recorded by ``rosbag record``, each beside the same planner on the
-embedded backend. Needs Debian's ROS1 packages; starts a private master.
+embedded backend (the nodes against a pilot that replaces its queue). Needs Debian's ROS1
+packages; starts a private master.
 
     .venv/bin/python benchmarks/ros_world.py [--duration 60] [--trajectory eight-medium]
 
@@ -44,9 +45,14 @@ def main() -> int:
             rows["teacher, gazebo backend"] = simulate(graph, args, "--backend", "gazebo",
                                                        "--planner", "teacher")
             rows["teacher, embedded"] = simulate(graph, args, "--planner", "teacher")
+            # the student nodes against a pilot that replaces its queue (README: known limit
+            # of student nodes with the stock pilot at real-time factor 1)
+            graph.kill("world", signal.SIGINT)
+            queue = ("--pilot-queue", "replace")
+            graph.cableload("world-replace", "world", "--real-time-factor", "1", *queue)
             for i in range(3):
                 graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
-                                "--runtime", "onnx")
+                                "--runtime", "onnx", *queue)
             graph.wait_for(lambda: len(graph.master_state()["subscribers"].get(
                 "/cableload/load/reference_horizon", [])) == 3, 120, "three student nodes")
             bag = Path(folder) / "nodes.bag"
@@ -56,7 +62,7 @@ def main() -> int:
                                    "cable_tension|config|metrics)"])
             time.sleep(2.0)
             rows["student nodes, gazebo backend"] = simulate(graph, args, "--backend", "gazebo",
-                                                             "--planner", "nodes")
+                                                             "--planner", "nodes", *queue)
             time.sleep(0.5)
             graph.kill("rosbag", signal.SIGINT)
             graph.wait_for(bag.exists, 10, "the bag")
