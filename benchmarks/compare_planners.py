@@ -1,10 +1,17 @@
 """Side-by-side comparison of planners on the embedded simulator (the teacher issue's table).
 
     .venv/bin/python benchmarks/compare_planners.py [--duration 60] [--planners a,b,c]
-        [--cases NAME,...] [--json out.json]
+        [--cases NAME,...|catalog|agile|eights] [--uavs N] [--config TOML] [--json out.json]
 
 Each case is a load reference with its orientation mode; every planner flies it for the same
-duration from the same start, and the metrics of ``cableload simulate`` are tabulated.
+duration from the same start, and the metrics of ``cableload simulate`` are tabulated, with the
+teacher's solve times (median, p99 of the plans after the first) and its fallbacks.
+
+Case groups: ``catalog`` is every reference of ``cableload trajectories`` at its defaults;
+``agile`` are zero-sideslip references made for this comparison, unseen by the teacher's
+tuning and the student's training: a square of 3 m at 1.2 m/s with 0.6 m turns, a circle of
+1 m radius at 1.2 m/s, and the Zandvoort centerline at 1.2 m/s with its turn radius clipped at
+0.6, 0.4 and (its default) 0.3 m; ``eights`` are the figure-eights of the paper's Table 1.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ import argparse
 import json
 import sys
 
+import numpy as np
+
 from backends import make_backend
 from backends.runner import run_episode
 from cableload_sim.params import load_config
@@ -20,9 +29,24 @@ from cableload_sim.trajectories import make_reference
 from planners import make_planner
 
 CASES = {
+    # the catalog at its defaults
+    "eight": ("eight", "constant", {}),
     "eight-slow": ("eight-slow", "constant", {}),
     "eight-medium": ("eight-medium", "constant", {}),
+    "eight-medium-plus": ("eight-medium-plus", "constant", {}),
     "eight-fast": ("eight-fast", "constant", {}),
+    "circle": ("circle", "constant", {}),
+    "square": ("square", "constant", {}),
+    "hover": ("hover", "constant", {}),
+    "pose-to-pose": ("pose-to-pose", "constant", {}),
+    "zandvoort": ("track:zandvoort", "constant", {}),
+    # agile, zero-sideslip, unseen
+    "square-zss-1.2": ("square", "zero-sideslip", {"side": 3.0, "speed": 1.2, "corner_radius": 0.6}),
+    "circle-zss-1.2": ("circle", "zero-sideslip", {"radius": 1.0, "w": 1.2}),
+    "zandvoort-zss-1.2-r0.6": ("track:zandvoort", "zero-sideslip", {"speed": 1.2, "min_radius": 0.6}),
+    "zandvoort-zss-1.2-r0.4": ("track:zandvoort", "zero-sideslip", {"speed": 1.2, "min_radius": 0.4}),
+    "zandvoort-zss-1.2": ("track:zandvoort", "zero-sideslip", {"speed": 1.2}),
+    # the paper's eights and others
     "circle-zss": ("circle", "zero-sideslip", {}),
     "eight-slow-zss": ("eight-slow", "zero-sideslip", {}),
     "eight-2.0": ("eight", "constant", {"ax": 2.0, "ay": 2.0, "w": 0.5}),
@@ -30,12 +54,32 @@ CASES = {
     "eight-3.0": ("eight", "constant", {"ax": 3.0, "ay": 3.0, "w": 0.5}),
     "eight-3.5": ("eight", "constant", {"ax": 3.5, "ay": 3.5, "w": 0.5}),
 }
+GROUPS = {
+    "catalog": ["eight", "eight-slow", "eight-medium", "eight-medium-plus", "eight-fast", "circle",
+                "square", "hover", "pose-to-pose", "zandvoort"],
+    "agile": ["square-zss-1.2", "circle-zss-1.2", "zandvoort-zss-1.2-r0.6",
+              "zandvoort-zss-1.2-r0.4", "zandvoort-zss-1.2"],
+    "eights": ["eight-2.0", "eight-2.5", "eight-3.0", "eight-3.5"],
+}
 KEYS = ("rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m", "longest_slack_s",
         "max_thrust_ratio", "status")
 
 
-def compare(planners, cases, duration, uavs=None):
-    config = load_config(uavs=uavs)
+def solve_figures(planner) -> dict:
+    """A teacher's solve times after its first (cold) plan, and its fallbacks."""
+    times = np.array(getattr(planner, "solve_times", [])[1:]) * 1e3
+    if not times.size:
+        return {}
+    report = planner.report()
+    return {"solve_ms_median": float(np.median(times)),
+            "solve_ms_p99": float(np.percentile(times, 99)),
+            "fallback_plans": report.get("fallback_plans", report.get("solver_failures", 0)),
+            "longest_fallback_plans": report.get("longest_fallback_plans", 0),
+            "paced_plans": report.get("paced_plans", 0)}
+
+
+def compare(planners, cases, duration, uavs=None, config_path=None):
+    config = load_config(config_path, uavs=uavs)
     built = {name: make_planner(name, config) for name in planners}
     rows = []
     for case in cases:
@@ -44,30 +88,49 @@ def compare(planners, cases, duration, uavs=None):
         for name, planner in built.items():
             result = run_episode(make_backend("embedded", config), planner, reference, duration)
             metrics = {k: result.metrics[k] for k in KEYS}
-            metrics.update({k: v for k, v in planner.report().items() if k.startswith("solve")})
-            rows.append({"case": case, "planner": name, **metrics})
-            print(f"{case:15s} {name:15s} " + " ".join(
+            metrics.update(solve_figures(planner))
+            rows.append({"case": case, "planner": name, "uavs": config.system.n_uavs, **metrics})
+            print(f"{case:24s} {name:15s} " + " ".join(
                 f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                 for k, v in metrics.items()), file=sys.stderr, flush=True)
     return rows
 
 
+def case_names(text: str) -> list[str]:
+    names = []
+    for part in text.split(","):
+        names += GROUPS.get(part, [part])
+    unknown = [name for name in names if name not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown cases {unknown}; expected some of {sorted(CASES)} or a group "
+                         f"{sorted(GROUPS)}")
+    return names
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--planners", default="formation,formation-tilt,teacher")
-    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--cases", default="catalog")
     parser.add_argument("--uavs", type=int, default=None)
+    parser.add_argument("--config", default=None)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    rows = compare(args.planners.split(","), args.cases.split(","), args.duration, args.uavs)
-    header = "| case | planner | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) | status |"
-    print(header)
-    print("|---|---|---|---|---|---|---|")
+    rows = compare(args.planners.split(","), case_names(args.cases), args.duration, args.uavs,
+                   args.config)
+    print("| case | planner | n | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) "
+          "| max thrust | solve median/p99 (ms) | fallbacks (longest run) | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['case']} | {r['planner']} | {r['rmse_position_m']:.3f} | "
-              f"{r['rmse_orientation_deg']:.2f} | {r['min_uav_distance_m']:.2f} | "
-              f"{r['longest_slack_s']:.2f} | {r['status']} |")
+        solve = (f"{r['solve_ms_median']:.1f} / {r['solve_ms_p99']:.1f}"
+                 if "solve_ms_median" in r else "")
+        fallback = (f"{r['fallback_plans']} ({r['longest_fallback_plans']})"
+                    if "fallback_plans" in r else "")
+        print(f"| {r['case']} | {r['planner']} | {r['uavs']} | {r['rmse_position_m']:.4f} | "
+              f"{r['rmse_orientation_deg']:.2f} | {r['min_uav_distance_m']:.3f} | "
+              f"{r['longest_slack_s']:.2f} | {r['max_thrust_ratio']:.2f} | {solve} | {fallback} | "
+              f"{r['status']} |")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

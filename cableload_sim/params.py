@@ -447,11 +447,11 @@ class TeacherParams:
     interval), so they do not depend on the node spacing.
     """
 
-    weight_position: float = 400.0
+    weight_position: float = 1500.0
     """Load position error (1/m^2 s)."""
-    weight_attitude: float = 100.0
+    weight_attitude: float = 400.0
     """Load attitude error, squared geodesic angle (1/rad^2 s)."""
-    weight_velocity: float = 20.0
+    weight_velocity: float = 40.0
     """Load velocity error (s/m^2)."""
     weight_rate: float = 5.0
     """Load angular velocity error (s/rad^2)."""
@@ -459,6 +459,9 @@ class TeacherParams:
     """Input: third derivative of each cable's angular velocity (s^5/rad^2)."""
     weight_tension_accel: float = 0.0005
     """Input: second derivative of each tension (s^3/N^2)."""
+    weight_direction: float = 5.0
+    """Regularization of each cable direction toward the formation prior (1/s): it fixes the
+    formation's shape, which the load's motion leaves free with more than three cables."""
     weight_cable_rate: float = 0.05
     """Regularization of the cable angular velocity r and its derivatives dr, ddr."""
     weight_tension: float = 0.05
@@ -482,14 +485,31 @@ class TeacherParams:
     """Bound on each component of the input d3r (rad/s^4)."""
     max_tension_accel: float = 2000.0
     """Bound on the input d2t (N/s^2)."""
-    constraint_weight: float = 1.0e3
-    """Penalty weight on constraint violations (per squared N, m or normalized input)."""
+    separation_margin: float = 0.02
+    """Distance the optimizer keeps beyond ``min_distance``, for what the linearization misses
+    between two iterations; plans are checked against ``min_distance`` itself (m)."""
+    exact_penalty: float = 1.0e4
+    """Weight of the exact (L1) penalty on a constraint's violation, per newton, per 0.1 m or
+    per normalized input and per second; above every multiplier, the constraints are hard."""
+    barrier: float = 1.0e-3
+    """Interior-point barrier parameter, per second: a constraint pushing with multiplier z
+    stays barrier / z from its bound (normalized units)."""
     max_iter: int = 20
     """Gauss-Newton SQP iteration limit of the first plan (cold start)."""
     rti_iterations: int = 1
     """SQP iterations of every later plan, warm-started (1: real-time iteration)."""
     substeps: int = 1
     """RK4 steps per horizon interval."""
+    recovery_iterations: int = 3
+    """Extra SQP iterations of a plan that fails its check, before and after slowing down."""
+    pace_factor: float = 0.5
+    """Factor on the pace along the reference when no plan satisfies the constraints (-)."""
+    pace_min: float = 0.1
+    """Pace below which the reference is held (-)."""
+    pace_recovery: float = 0.1
+    """Pace regained after each plan that satisfies the constraints (-)."""
+    pace_catch_up: float = 0.2
+    """How far above 1 the pace may rise while the load lags behind the reference (-)."""
 
 
 @dataclass(frozen=True)
@@ -626,11 +646,13 @@ def _check_rates(source: str, controller: ControllerParams, sim: SimulationParam
 def _teacher(path: str, table: dict) -> TeacherParams:
     checks = {f.name: _non_negative for f in dataclasses.fields(TeacherParams)}
     for name in ("tension_max", "thrust_min", "thrust_margin", "max_cable_jerk",
-                 "max_tension_accel", "weight_position"):
+                 "max_tension_accel", "weight_position", "exact_penalty", "barrier",
+                 "pace_factor", "pace_recovery"):
         checks[name] = _positive
 
     checks["max_iter"] = lambda p, v: _integer(p, v, 1)
     checks["rti_iterations"] = lambda p, v: _integer(p, v, 1)
+    checks["recovery_iterations"] = lambda p, v: _integer(p, v, 0)
     checks["substeps"] = lambda p, v: _integer(p, v, 1)
     teacher = _fields_from(TeacherParams, path, table, checks)
     if teacher.tension_min >= teacher.tension_max:
@@ -638,6 +660,12 @@ def _teacher(path: str, table: dict) -> TeacherParams:
                           f"{teacher.tension_max!r}, got {teacher.tension_min!r}")
     if teacher.thrust_margin > 1.0:
         raise ConfigError(f"{path}.thrust_margin: expected at most 1, got {teacher.thrust_margin!r}")
+    if teacher.pace_factor >= 1.0:
+        raise ConfigError(f"{path}.pace_factor: expected below 1 (a slowdown), got "
+                          f"{teacher.pace_factor!r}")
+    for name in ("pace_min", "pace_recovery", "pace_catch_up"):
+        if getattr(teacher, name) > 1.0:
+            raise ConfigError(f"{path}.{name}: expected at most 1, got {getattr(teacher, name)!r}")
     return teacher
 
 

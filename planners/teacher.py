@@ -1,36 +1,40 @@
 """The teacher: centralized kinodynamic NMPC on the load-cable model of Sun et al. (2025).
 
-Every planner period it solves, warm-started from its previous solution, an optimal control
-problem over the paper's 21-node horizon: track the load reference (position, attitude,
-velocity, angular rate) with the cable states of ``teacher_model``, with tension bounds (taut
-cables), each quadrotor's thrust bounds, a minimum distance between quadrotors and input bounds
-enforced as stiff penalties on their violation. The solution becomes one ``UavTrajectory`` per
-quadrotor (p, v, a, jerk, body rates, exact).
+Every planner period it solves, warm-started from its previous solution, the optimal control
+problem of ``teacher_ocp`` over the paper's 21-node horizon: track the load reference with the
+load-cable model of ``teacher_model``, subject to hard path constraints (tension bounds, thrust
+bounds, the minimum distance between quadrotors, input bounds), by Gauss-Newton SQP in
+real-time iteration. The solution becomes one ``UavTrajectory`` per quadrotor (p, v, a, jerk,
+body rates; see ``teacher_model`` for what is exact). Initial state: load pose and twist and
+the cable directions from the privileged ``WorldState``; cable rates, tensions and their
+derivatives from the plan being flown (measured ones without one), so consecutive plans are
+continuous. The reference is sampled along its own clock, which runs at ``pace`` (1 unless
+slowed, below).
 
-Initial state: load pose and twist and the cable directions from the privileged ``WorldState``;
-cable rates, tensions and their derivatives from the previous plan at the current time (the
-first plan starts from the measured cable rates and the measured tensions), so consecutive plans
-are continuous. On solver failure the previous plan is flown shifted in time (a hover hold when
-there is none) and the failure is counted; a quadrotor never receives a non-finite value.
+Every plan is checked before it is sent: finite, within ``PlanBounds``, tensions within their
+bounds, and no two quadrotors under ``min_distance`` anywhere along the plan as the onboard
+controller samples it (or, for two already closer, never closer than they start). A plan that
+fails gets a few more warm-started iterations; if it still fails, or the plan cannot end with
+the constraints holding again, the load's progress along the reference slows (down to a hold)
+and comes back, catching up on the delay, once plans are clean again. Nothing else is ever
+sent: a plan that fails is replaced by the checked previous plan shifted in time (a hover hold
+at the quadrotors' positions without one), the solver's iterate is kept as the next warm start,
+and the report counts every case.
 """
 
 from __future__ import annotations
 
 import time
 
-import casadi as ca
 import numpy as np
 
-from cableload_sim.horizon import N_NODES, node_offsets
+from cableload_sim.horizon import node_offsets
 from cableload_sim.params import Config, SystemParams, TeacherParams
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_geometry
 from cableload_sim.world import UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
-from planners.codegen import compile_functions
 from planners.teacher_model import (
     C_DIR,
-    C_DTENSION,
     C_RATE,
     C_SIZE,
     C_TENSION,
@@ -39,229 +43,15 @@ from planners.teacher_model import (
     X_QUAT,
     X_RATE,
     X_VEL,
-    LoadCableModel,
     cable_offset,
 )
+from planners.teacher_ocp import Iterate, TeacherOCP, formation_prior
 
-REF_SIZE = 13  # per node: p (3), q (4), v (3), omega (3)
-REGULARIZATION = 1e-6  # Levenberg-Marquardt term of the Gauss-Newton Hessian
-
-
-def _quat_error(q, q_ref):
-    """Vector part of conj(q_ref) (x) q: half the rotation vector for small errors."""
-    w1, x1, y1, z1 = q_ref[0], -q_ref[1], -q_ref[2], -q_ref[3]
-    w2, x2, y2, z2 = q[0], q[1], q[2], q[3]
-    return ca.vertcat(
-        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-    )
-
-
-def state_residuals(model: LoadCableModel, params: TeacherParams, hover_tension, x, ref):
-    """Weighted residuals of one node's state: load tracking, cable regularization, and the
-    constraints as penalties on their violation (zero while satisfied)."""
-    P = params
-    n = model.n
-    e_q = _quat_error(x[X_QUAT : X_QUAT + 4], ref[3:7])
-    parts = [
-        np.sqrt(P.weight_position) * (x[X_POS : X_POS + 3] - ref[0:3]),
-        np.sqrt(4.0 * P.weight_attitude) * e_q,
-        np.sqrt(P.weight_velocity) * (x[X_VEL : X_VEL + 3] - ref[7:10]),
-        np.sqrt(P.weight_rate) * (x[X_RATE:X_LOAD] - ref[10:13]),
-    ]
-    for i in range(n):
-        o = cable_offset(i)
-        parts.append(np.sqrt(P.weight_cable_rate) * x[o + C_RATE : o + C_RATE + 9])
-        parts.append(np.sqrt(P.weight_tension) * (x[o + C_TENSION] - hover_tension[i]))
-        parts.append(np.sqrt(P.weight_tension_rate) * x[o + C_DTENSION])
-    parts.append(constraint_violations(model, params, x) * np.sqrt(P.constraint_weight))
-    return ca.vertcat(*parts)
-
-
-def constraint_violations(model: LoadCableModel, params: TeacherParams, x):
-    """Per quadrotor: tension below its minimum and above its maximum (N), thrust above its
-    maximum and below its minimum (N); per pair: distance short of the minimum (m). All zero
-    when the constraints hold."""
-    P = params
-    p, thrust = model.positions_thrusts(x)
-    thrust_max = min(q.rotor.max_thrust() for q in model.system.quadrotors) * P.thrust_margin
-    parts = []
-    for i in range(model.n):
-        t = x[cable_offset(i) + C_TENSION]
-        magnitude = ca.sqrt(ca.sumsqr(thrust[i, :]))
-        parts += [ca.fmax(0.0, P.tension_min - t), ca.fmax(0.0, t - P.tension_max),
-                  ca.fmax(0.0, magnitude - thrust_max), ca.fmax(0.0, P.thrust_min - magnitude)]
-    for i in range(model.n):
-        for j in range(i):
-            distance = ca.sqrt(ca.sumsqr(p[i, :] - p[j, :]))
-            parts.append(ca.fmax(0.0, P.min_distance - distance))
-    return ca.vertcat(*parts)
-
-
-def input_residuals(params: TeacherParams, n: int, u):
-    """Weighted input residuals: regularization and the input bounds as penalties."""
-    P = params
-    penalty = np.sqrt(P.constraint_weight)
-    parts = []
-    for i in range(n):
-        d3r = u[4 * i : 4 * i + 3]
-        d2t = u[4 * i + 3]
-        parts += [np.sqrt(P.weight_cable_jerk) * d3r, np.sqrt(P.weight_tension_accel) * d2t,
-                  penalty * ca.fmax(0.0, ca.fabs(d3r) - P.max_cable_jerk) / P.max_cable_jerk,
-                  penalty * ca.fmax(0.0, ca.fabs(d2t) - P.max_tension_accel)
-                  / P.max_tension_accel]
-    return ca.vertcat(*parts)
-
-
-class TeacherOCP:
-    """The optimal control problem of one plan, solved by Gauss-Newton SQP with a Riccati
-    recursion, compiled to C in one piece.
-
-    Cost: over the horizon, interval-weighted squared residuals: load position, attitude,
-    velocity and angular rate against the reference; cable angular accelerations; inputs; and
-    the constraints as exact-penalty-like quadratic terms on their violation (tension bounds,
-    thrust bounds, distance between quadrotors, input bounds), with weights large enough that
-    violations stay at the centimetre and tenth-of-a-newton level. With only the dynamics as
-    equality constraints, the Gauss-Newton QP of each SQP iteration is solved exactly by one
-    backward Riccati sweep and one forward rollout (the constant x_0 removes its block), using
-    the sparsity of the linearized dynamics; everything, linearization included, is generated
-    as C and compiled once (cached). Warm-started from the previous plan, one iteration per
-    plan suffices (real-time iteration); the first plan iterates until the step is small.
-    """
-
-    def __init__(self, system: SystemParams, params: TeacherParams):
-        self.system = system
-        self.params = params
-        self.model = LoadCableModel(system)
-        self.n = system.n_uavs
-        self.nx = self.model.nx
-        self.nu = self.model.nu
-        self.N = N_NODES - 1
-        self.dts = np.diff(node_offsets())
-        self.hover_tension = hover_geometry(system).tensions
-        self.x_scale, self.u_scale = self._step_scales()
-        self._build()
-
-    def _build(self):
-        nx, nu = self.nx, self.nu
-        x = ca.SX.sym("x", nx)
-        u = ca.SX.sym("u", nu)
-        dt = ca.SX.sym("dt")
-        ref = ca.SX.sym("ref", REF_SIZE)
-        xn = self.model.step_function(self.params.substeps)(x, u, dt)
-        dyn = ca.Function("teacher_dyn", [x, u, dt], [xn, ca.jacobian(xn, x), ca.jacobian(xn, u)])
-        res = state_residuals(self.model, self.params, self.hover_tension, x, ref)
-        cost = ca.Function("teacher_cost", [x, ref], [res, ca.jacobian(res, x)])
-        ures = input_residuals(self.params, self.n, u)
-        ucost = ca.Function("teacher_ucost", [u], [ures, ca.jacobian(ures, u)])
-        outputs = self.model.outputs(x)
-        flat = ca.Function("teacher_out", [x], [ca.vertcat(*[ca.vec(o.T) for o in outputs])])
-        step = self._sqp_step_function(dyn, cost, ucost)
-        compiled = compile_functions(f"teacher_n{self.n}_{self._digest()}",
-                                     [step, flat.map(N_NODES)])
-        self.step_fn = compiled[step.name()]
-        self.outputs = compiled[flat.map(N_NODES).name()]
-
-    def _digest(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(repr((self.system, self.params)).encode()).hexdigest()[:10]
-
-    def _sqp_step_function(self, dyn, cost, ucost) -> ca.Function:
-        """(X (nx, N+1), U (nu, N), ref (13, N+1)) -> (X+, U+, largest change, cost): one
-        Gauss-Newton step; x_0 = X[:, 0] stays."""
-        nx, nu, N = self.nx, self.nu, self.N
-        X = ca.MX.sym("X", nx, N + 1)
-        U = ca.MX.sym("U", nu, N)
-        ref = ca.MX.sym("ref", REF_SIZE, N + 1)
-        F, A, B = dyn.map(N)(X[:, :N], U, ca.DM(self.dts).T)
-        scale = np.sqrt(self.dts)
-        scale_x = scale.copy()
-        scale_x[-1] *= np.sqrt(self.params.terminal_scale)
-        R, J = cost.map(N)(X[:, 1:], ref[:, 1:])
-        Ru, Ju = ucost.map(N)(U)
-        total = 0
-        # Riccati backward sweep; stage quantities for x_1..x_N, inputs u_0..u_{N-1}
-        Pk = None
-        pk = None
-        gains = [None] * N
-        for k in range(N - 1, -1, -1):
-            Jk = J[:, k * nx : (k + 1) * nx] * scale_x[k]
-            rk = R[:, k] * scale_x[k]
-            total += 0.5 * ca.sumsqr(rk)
-            Q = ca.mtimes(Jk.T, Jk) + REGULARIZATION * ca.MX.eye(nx)
-            q = ca.mtimes(Jk.T, rk)
-            if Pk is None:  # terminal node x_N
-                Pk, pk = Q, q
-            else:
-                Pk, pk = Pk + Q, pk + q
-            Ak = A[:, k * nx : (k + 1) * nx]
-            Bk = B[:, k * nu : (k + 1) * nu]
-            dk = F[:, k] - X[:, k + 1]
-            Juk = Ju[:, k * nu : (k + 1) * nu] * scale[k]
-            ruk = Ru[:, k] * scale[k]
-            total += 0.5 * ca.sumsqr(ruk)
-            PB = ca.mtimes(Pk, Bk)
-            Huu = ca.mtimes(Juk.T, Juk) + ca.mtimes(Bk.T, PB) + REGULARIZATION * ca.MX.eye(nu)
-            Hux = ca.mtimes(PB.T, Ak)
-            hu = ca.mtimes(Juk.T, ruk) + ca.mtimes(Bk.T, ca.mtimes(Pk, dk) + pk)
-            sol = ca.solve(Huu, ca.horzcat(Hux, hu), "ldl")
-            K = -sol[:, :nx]
-            kff = -sol[:, nx]
-            gains[k] = (K, kff)
-            PA = ca.mtimes(Pk, Ak)
-            P_new = ca.mtimes(Ak.T, PA) + ca.mtimes(Hux.T, K)
-            p_new = ca.mtimes(Ak.T, ca.mtimes(Pk, dk) + pk) + ca.mtimes(Hux.T, kff)
-            Pk = 0.5 * (P_new + P_new.T)
-            pk = p_new
-        # forward rollout of the linearized dynamics
-        dx = ca.MX.zeros(nx)
-        xs = [X[:, 0]]
-        us = []
-        change = ca.MX(0)
-        for k in range(N):
-            K, kff = gains[k]
-            du = ca.mtimes(K, dx) + kff
-            Ak = A[:, k * nx : (k + 1) * nx]
-            Bk = B[:, k * nu : (k + 1) * nu]
-            dx = ca.mtimes(Ak, dx) + ca.mtimes(Bk, du) + F[:, k] - X[:, k + 1]
-            us.append(U[:, k] + du)
-            xs.append(X[:, k + 1] + dx)
-            change = ca.fmax(change, ca.fmax(ca.mmax(ca.fabs(du)), ca.mmax(ca.fabs(dx))))
-        return ca.Function("teacher_sqp_step", [X, U, ref],
-                           [ca.horzcat(*xs), ca.horzcat(*us), change, total])
-
-    def _step_scales(self) -> tuple[np.ndarray, np.ndarray]:
-        """Largest change of each state and input one SQP step may make (trust region)."""
-        x = np.empty(self.nx)
-        x[X_POS : X_POS + 3] = 0.5
-        x[X_VEL : X_VEL + 3] = 1.0
-        x[X_QUAT : X_QUAT + 4] = 0.2
-        x[X_RATE:X_LOAD] = 1.0
-        for i in range(self.n):
-            o = cable_offset(i)
-            x[o + C_DIR : o + C_DIR + 3] = 0.2
-            x[o + C_RATE : o + C_RATE + 3] = 1.0
-            x[o + C_RATE + 3 : o + C_RATE + 6] = 5.0
-            x[o + C_RATE + 6 : o + C_RATE + 9] = 25.0
-            x[o + C_TENSION] = 3.0
-            x[o + C_DTENSION] = 30.0
-        u = np.tile([self.params.max_cable_jerk] * 3 + [self.params.max_tension_accel], self.n)
-        return x, 0.5 * u
-
-    def sqp_step(self, X: np.ndarray, U: np.ndarray, ref: np.ndarray):
-        """One Gauss-Newton SQP step from (X (N+1, nx), U (N, nu)), X[0] fixed, shortened when
-        it would change some variable by more than its trust-region radius. Returns the new
-        (X, U), the normalized size of the full step and whether the step is usable."""
-        X_new, U_new, _, _ = self.step_fn(X.T, U.T, ref)
-        dX = X_new.full().T - X
-        dU = U_new.full().T - U
-        if not (np.isfinite(dX).all() and np.isfinite(dU).all()):
-            return X, U, np.inf, False
-        size = max(np.abs(dX / self.x_scale).max(), np.abs(dU / self.u_scale).max())
-        alpha = min(1.0, 1.0 / size) if size > 0 else 1.0
-        return X + alpha * dX, U + alpha * dU, float(size), True
+CHECK_SAMPLES = 4  # samples per horizon interval where the separation is checked
+DISTANCE_TOLERANCE = 1e-3  # m: rounding allowed below the separation in the check
+TENSION_TOLERANCE = 0.05  # N, likewise for the tension bounds
+BINDING = 0.5  # a multiplier above this fraction of its penalty weight: constraints infeasible
+LOST = "solver failure (non-finite iterate)"
 
 
 class TeacherPlanner:
@@ -276,6 +66,9 @@ class TeacherPlanner:
         self.model = self.ocp.model
         self.offsets = node_offsets()
         self.bounds = PlanBounds()
+        n = system.n_uavs
+        self._pairs = np.array([(i, j) for i in range(n) for j in range(i)], dtype=int).reshape(-1, 2)
+        self._tension_index = np.array([cable_offset(i) + C_TENSION for i in range(n)])
         self.reset()
 
     @classmethod
@@ -283,35 +76,68 @@ class TeacherPlanner:
         return cls(config.system, config.teacher, **kwargs)
 
     def reset(self) -> None:
-        self.prev_t = None
-        self.prev_X = None
-        self.prev_U = None
-        self.prev_plans = None
+        self.iterate: Iterate | None = None  # the solver's point: next warm start
+        self.flown: Iterate | None = None  # the solution behind the plans being flown
+        self.prev_plans: list[UavTrajectory] | None = None
+        self.clock: float | None = None  # time along the reference (s)
+        self.pace = 1.0  # reference seconds per second
+        self.last_t: float | None = None
         self.solve_times: list[float] = []
-        self.failures = 0
         self.iterations: list[int] = []
+        self.failures = 0  # plans replaced by the fallback
+        self.holds = 0  # of which hover holds
+        self._run_start: float | None = None
+        self._run_plans = 0
+        self.longest_fallback_plans = 0
+        self.longest_fallback_s = 0.0
+        self.recovered_plans = 0  # plans that passed the check after extra iterations
+        self.paced_plans = 0
+        self.held_reference_plans = 0
+        self.min_pace = 1.0
+        self.restarts = 0  # iterates lost (non-finite) and restarted from the flown solution
+        self.failed_steps = 0
+        self.max_binding = 0.0
+        self.binding_plans = 0  # plans whose exact penalty was binding (constraints infeasible)
+        self.unrecovered_plans = 0  # plans ending with a constraint still violated
+        self.reasons: dict[str, int] = {}
 
     def report(self) -> dict:
         times = np.array(self.solve_times) * 1e3
         return {
             "solve_ms_median": float(np.median(times)) if times.size else float("nan"),
             "solve_ms_p99": float(np.percentile(times, 99)) if times.size else float("nan"),
+            "solve_ms_max": float(times.max()) if times.size else float("nan"),
             "solver_failures": self.failures,
             "plans": len(self.solve_times),
             "sqp_iterations_mean": float(np.mean(self.iterations)) if self.iterations else 0.0,
+            "fallback_plans": self.failures,
+            "fallback_holds": self.holds,
+            "longest_fallback_plans": self.longest_fallback_plans,
+            "longest_fallback_s": max(self.longest_fallback_s, self._running_fallback_s()),
+            "recovered_plans": self.recovered_plans,
+            "paced_plans": self.paced_plans,
+            "held_reference_plans": self.held_reference_plans,
+            "min_pace": self.min_pace,
+            "reference_lag_s": (self.last_t - self.clock) if self.clock is not None else 0.0,
+            "warm_restarts": self.restarts,
+            "failed_steps": self.failed_steps,
+            "max_multiplier_ratio": self.max_binding,
+            "binding_plans": self.binding_plans,
+            "unrecovered_plans": self.unrecovered_plans,
+            "fallback_reasons": ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items())),
         }
 
     # -- initial state and warm start --------------------------------------------------------
 
     def initial_state(self, state: WorldState) -> np.ndarray:
         """The OCP's x_0: measured load and cable directions; cable rates, tensions and their
-        derivatives from the previous plan at this time (measured ones for the first plan)."""
+        derivatives from the plan being flown at this time (measured ones without one)."""
         x = np.zeros(self.model.nx)
         x[X_POS : X_POS + 3] = state.load_p
         x[X_VEL : X_VEL + 3] = state.load_v
         x[X_QUAT : X_QUAT + 4] = state.load_q
         x[X_RATE:X_LOAD] = state.load_omega
-        previous = self._previous_at(state.t)
+        previous = self._flown_at(state.t)
         measured_rates = self._measured_cable_rates(state) if previous is None else None
         for i in range(self.system.n_uavs):
             o = cable_offset(i)
@@ -342,77 +168,243 @@ class TeacherPlanner:
             rates[i] = np.cross(s, s_dot)
         return rates
 
-    def _previous_at(self, t: float) -> np.ndarray | None:
-        """The previous plan's state interpolated at time t (None without one)."""
-        if self.prev_X is None:
+    def _flown_at(self, t: float) -> np.ndarray | None:
+        """The state of the solution being flown, interpolated at time t (None without one)."""
+        if self.flown is None:
             return None
-        times = self.prev_t + self.offsets
+        times = self.flown.t + self.offsets
         if t > times[-1]:
             return None
-        return np.array([np.interp(t, times, self.prev_X[:, k]) for k in range(self.model.nx)])
+        return _interp_rows(t, times, self.flown.X)[0]
 
-    def _warm_start(self, t: float, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _warm_start(self, t: float, x0: np.ndarray) -> Iterate:
+        """The last iterate (or, should it be lost, the solution being flown) moved to the
+        horizon from t, its last values held beyond its end; without either, x0 held with zero
+        inputs."""
         N = self.ocp.N
-        if self.prev_X is None:
+        old = self.iterate if self.iterate is not None and self.iterate.is_finite() else self.flown
+        if old is None:
             X = np.repeat(x0[None, :], N + 1, axis=0)
-            U = np.zeros((N, self.model.nu))
+            it = Iterate(t, X, np.zeros((N, self.model.nu)), None, None)
         else:
-            old = self.prev_t + self.offsets
             new = t + self.offsets
-            X = np.empty((N + 1, self.model.nx))
-            for k in range(self.model.nx):
-                X[:, k] = np.interp(new, old, self.prev_X[:, k])
-            U = np.empty((N, self.model.nu))
-            for k in range(self.model.nu):
-                U[:, k] = np.interp(new[:-1], old[:-1], self.prev_U[:, k])
-        X[0] = x0
-        return X, U
+            was = old.t + self.offsets
+            it = Iterate(t, _interp_rows(new, was, old.X), _interp_rows(new[:-1], was[:-1], old.U),
+                         None, None)
+            np.clip(it.U, -self.ocp.u_max, self.ocp.u_max, out=it.U)
+            if old.z is not None and old.zu is not None:  # multipliers move as fractions of
+                rho, rho_u = self.ocp.rho, self.ocp.rho_u[:, None]  # their node's penalty
+                it.z = rho * np.clip(_interp_rows(new[1:], was[1:], old.z / rho), 1e-12, 0.99)
+                it.zu = rho_u * np.clip(_interp_rows(new[:-1], was[:-1], old.zu / rho_u), 1e-12,
+                                        0.99)
+        it.X[0] = x0
+        return it
+
+    # -- reference and pace ----------------------------------------------------------------------
+
+    def _advance_clock(self, t: float) -> None:
+        """Move the time along the reference by the pace; it never runs ahead of t."""
+        if self.clock is None or self.last_t is None:
+            self.clock = t
+        else:
+            self.clock = min(t, self.clock + self.pace * max(0.0, t - self.last_t))
+        if self.clock >= t and self.pace > 1.0:
+            self.pace = 1.0
+        self.last_t = t
+
+    def _reference_matrix(self, reference, load_q: np.ndarray) -> np.ndarray:
+        """The reference at the nodes (N+1, 13 + 4n), run at the current pace: positions and
+        attitudes at clock + pace * offset, velocities, rates and accelerations scaled by the
+        pace; then the formation prior for that motion."""
+        ref = reference.sample(self.clock + self.pace * self.offsets)
+        directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
+                                               self.pace**2 * ref.a)
+        return np.hstack([ref.p, _continuous(ref.q, load_q), self.pace * ref.v,
+                          self.pace * ref.omega, directions.reshape(len(ref.p), -1), tensions])
+
+    def _slow_down(self) -> bool:
+        """Lower the pace (to a hold below ``pace_min``); False when already holding."""
+        if self.pace <= 0.0:
+            return False
+        self.pace *= self.params.pace_factor
+        if self.pace < self.params.pace_min:
+            self.pace = 0.0
+        return True
 
     # -- planning -----------------------------------------------------------------------------
 
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
         start = time.perf_counter()
+        P = self.params
         times = state.t + self.offsets
-        ref = reference.sample(times)
-        ref_matrix = np.hstack([ref.p, _continuous(ref.q, state.load_q), ref.v, ref.omega]).T
+        self._advance_clock(state.t)
         x0 = self.initial_state(state)
-        X, U = self._warm_start(state.t, x0)
-        first = self.prev_X is None
-        iterations = self.params.max_iter if first else self.params.rti_iterations
-        ok = True
-        done = 0
-        for done in range(1, iterations + 1):  # noqa: B007
-            X, U, size, ok = self.ocp.sqp_step(X, U, ref_matrix)
-            if not ok or size < 1e-3:
-                break
-        self.iterations.append(done)
-        plans = self._trajectories(times, X) if ok and np.isfinite(X).all() else None
-        if plans is not None and all(self.bounds.violation(p) is None for p in plans):
-            self.prev_t, self.prev_X, self.prev_U = state.t, X, U
+        lost = self.iterate is None or not self.iterate.is_finite()
+        cold = lost and self.flown is None  # the first plan: iterate to convergence
+        if lost and self.flown is not None:
+            self.restarts += 1
+        it = self._warm_start(state.t, x0)
+        ref = self._reference_matrix(reference, state.load_q)
+        steps, info = self._iterate(it, ref, P.max_iter if cold else P.rti_iterations, cold)
+        plans, why = self._checked(times, it)
+        extra = 0
+        while why not in (None, LOST) and extra < P.recovery_iterations:
+            more, info = self._iterate(it, ref, 1, False)
+            steps += more
+            extra += 1
+            plans, why = self._checked(times, it)
+        slowed = False
+        if why is None and not self._recovers(plans, it):
+            self.unrecovered_plans += 1
+            if self._slow_down():  # the constraints cannot hold again within the horizon
+                slowed = True
+                ref = self._reference_matrix(reference, state.load_q)
+                more, info = self._iterate(it, ref, P.recovery_iterations, False)
+                steps += more
+                plans, why = self._checked(times, it)
+        elif why not in (None, LOST) and self._slow_down():  # no plan keeps the constraints
+            slowed = True
+            ref = self._reference_matrix(reference, state.load_q)
+            more, info = self._iterate(it, ref, P.recovery_iterations, False)
+            steps += more
+            plans, why = self._checked(times, it)
+        self.iterations.append(steps)
+        if info is not None and info.binding > BINDING:
+            self.binding_plans += 1
+        self.iterate = it if it.is_finite() else None
+        if why is None:
+            if extra and not slowed:
+                self.recovered_plans += 1
+            if not slowed:
+                self._regain_pace(state.t)
+            self.flown = Iterate(it.t, it.X.copy(), it.U.copy(), None, None)
             self.prev_plans = plans
+            self._end_fallback_run(state.t)
         else:
-            # fly the last good plan; solve the next one from scratch
-            self.failures += 1
-            plans = self._fallback(state)
-            self.prev_X = None
+            plans = self._fallback(state, why)
+        if self.pace < 1.0:
+            self.paced_plans += 1
+            self.min_pace = min(self.min_pace, self.pace)
+            if self.pace == 0.0:
+                self.held_reference_plans += 1
         self.solve_times.append(time.perf_counter() - start)
         return plans
 
-    def _trajectories(self, times: np.ndarray, X: np.ndarray) -> list[UavTrajectory]:
-        n = self.system.n_uavs
-        flat = self.ocp.outputs(X.T).full()  # (6 * 3n, nodes)
-        blocks = flat.reshape(6, 3 * n, N_NODES)
-        plans = []
-        for i in range(n):
-            sl = slice(3 * i, 3 * i + 3)
-            p, v, a, j, _, rates = (blocks[k, sl, :].T for k in range(6))
-            plans.append(UavTrajectory(times, p, v, a, j, rates))
-        return plans
+    def _regain_pace(self, t: float) -> None:
+        """After a plan that keeps the constraints: the pace rises back to 1, and above it (by
+        up to ``pace_catch_up``) while the load lags behind the reference's own time."""
+        P = self.params
+        lag = t - self.clock
+        top = 1.0 + P.pace_catch_up if lag > 1e-9 else 1.0
+        self.pace = min(top, self.pace + P.pace_recovery)
+        if lag <= 1e-9 and self.pace > 1.0:
+            self.pace = 1.0
 
-    def _fallback(self, state: WorldState) -> list[UavTrajectory]:
+    def _iterate(self, it: Iterate, ref: np.ndarray, count: int, converge: bool):
+        """Up to ``count`` SQP iterations (fewer when converging and the step is small)."""
+        info = None
+        done = 0
+        for done in range(1, count + 1):  # noqa: B007
+            info = self.ocp.sqp_step(it, ref)
+            self.max_binding = max(self.max_binding, info.binding)
+            if not info.ok:
+                self.failed_steps += 1
+                break
+            if converge and info.size < 1e-3:
+                break
+        return done, info
+
+    def _checked(self, times: np.ndarray, it: Iterate):
+        """The plans of iterate ``it`` and why they may not be flown (None when they may)."""
+        if not it.is_finite():
+            return None, LOST
+        outs = self.ocp.quad_outputs(it.X)
+        plans = [UavTrajectory(times, *(outs[:, k, i, :] for k in (0, 1, 2, 3, 5)))
+                 for i in range(self.system.n_uavs)]
+        for plan in plans:
+            why = self.bounds.violation(plan)
+            if why is not None:
+                return plans, why
+        tension = it.X[1:, self._tension_index]
+        if (tension.min() < self.params.tension_min - TENSION_TOLERANCE
+                or tension.max() > self.params.tension_max + TENSION_TOLERANCE):
+            return plans, "tension bounds"
+        if self.separation_violation(plans) is not None:
+            return plans, "separation"
+        return plans, None
+
+    def _recovers(self, plans: list[UavTrajectory], it: Iterate) -> bool:
+        """Whether the plan ends with every constraint of the check holding again: quadrotors
+        at least ``min_distance`` apart and tensions within bounds at its last node (it may
+        start closer, after a disturbance, and must get them apart)."""
+        p = np.stack([plan.p[-1] for plan in plans])
+        i, j = self._pairs[:, 0], self._pairs[:, 1]
+        if len(self._pairs) and np.linalg.norm(p[i] - p[j], axis=1).min() \
+                < self.params.min_distance - DISTANCE_TOLERANCE:
+            return False
+        tension = it.X[-1, self._tension_index]
+        return bool(tension.min() >= self.params.tension_min - TENSION_TOLERANCE
+                    and tension.max() <= self.params.tension_max + TENSION_TOLERANCE)
+
+    def separation_violation(self, plans: list[UavTrajectory]) -> float | None:
+        """The smallest distance (m) by which two quadrotors of ``plans``, sampled as the
+        onboard controller samples them (cubic Hermite in position), come closer than
+        ``min_distance`` or than where they start when they start closer; None if they never
+        do."""
+        if not len(self._pairs):
+            return None
+        p = np.stack([plan.p for plan in plans], axis=1)  # (nodes, n, 3)
+        v = np.stack([plan.v for plan in plans], axis=1)
+        dt = np.diff(plans[0].t)[:, None, None, None]
+        s = (np.arange(CHECK_SAMPLES) / CHECK_SAMPLES)[None, :, None, None]
+        h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
+        h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
+        inner = (h00 * p[:-1, None] + h10 * dt * v[:-1, None] + h01 * p[1:, None]
+                 + h11 * dt * v[1:, None])
+        samples = np.concatenate([inner.reshape(-1, *p.shape[1:]), p[-1:]], axis=0)
+        i, j = self._pairs[:, 0], self._pairs[:, 1]
+        distance = np.linalg.norm(samples[:, i] - samples[:, j], axis=2)  # (samples, pairs)
+        required = np.minimum(self.params.min_distance, distance[0]) - DISTANCE_TOLERANCE
+        shortfall = (required - distance).max()
+        return float(shortfall) if shortfall > 0.0 else None
+
+    def _fallback(self, state: WorldState, why: str) -> list[UavTrajectory]:
+        """The previous plan shifted in time when it still keeps the separation, else a hover
+        hold where the quadrotors are; counted."""
+        self.failures += 1
+        self.reasons[why] = self.reasons.get(why, 0) + 1
+        if self._run_start is None:
+            self._run_start = state.t
+        self._run_plans += 1
+        self.longest_fallback_plans = max(self.longest_fallback_plans, self._run_plans)
         if self.prev_plans is not None:
-            return [plan.shifted_to(state.t) for plan in self.prev_plans]
+            shifted = [plan.shifted_to(state.t) for plan in self.prev_plans]
+            if self.separation_violation(shifted) is None:
+                return shifted
+        self.holds += 1
+        self.flown = None  # nothing of the model is flown: the next plan starts from measurements
+        self.prev_plans = None
         return [hover_plan(state.t, p) for p in state.uav_p]
+
+    def _running_fallback_s(self) -> float:
+        if self._run_start is None or self.last_t is None:
+            return 0.0
+        return self.last_t - self._run_start
+
+    def _end_fallback_run(self, t: float) -> None:
+        if self._run_start is not None:
+            self.longest_fallback_s = max(self.longest_fallback_s, t - self._run_start)
+        self._run_start = None
+        self._run_plans = 0
+
+
+def _interp_rows(t, times: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` (len(times), m) interpolated at ``t`` (scalar or array), held beyond
+    the ends."""
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    k = np.clip(np.searchsorted(times, t, side="right") - 1, 0, times.size - 2)
+    w = np.clip((t - times[k]) / (times[k + 1] - times[k]), 0.0, 1.0)[:, None]
+    return (1.0 - w) * values[k] + w * values[k + 1]
 
 
 def _continuous(q_ref: np.ndarray, q_now: np.ndarray) -> np.ndarray:

@@ -12,12 +12,16 @@ Dynamics (cables rigid and taut, massless):
     J domega/dt = -omega x J omega + sum_i t_i (R^T s_i) x rho_i
     ds_i/dt = r_i x s_i;   chains of integrators for r_i and t_i.
 
-Quadrotor kinematics follow: the cable's end on quadrotor i is p + R rho_i - l_i s_i (its centre
-of gravity sits above it by the attachment offset of a level quadrotor); it is
-differentiated exactly up to jerk (the jerk needs the load's second derivatives, hence the
-derivative of the load's equations of motion, also exact). The thrust vector is
-``F_i = m_i (a_i - g) - t_i s_i`` and the body rates follow by differential flatness with zero
-yaw rate: ``omega_i = z_i x dF_i/dt / |F_i|`` in the world frame, ``z_i = F_i / |F_i|``.
+Quadrotor kinematics follow: the cable's end on quadrotor i is p + R rho_i - (l_i + t_i / k_i) s_i
+(the cable stretched by its tension, k_i its stiffness); it is differentiated exactly up to jerk
+(the jerk needs the load's second derivatives, hence the derivative of the load's equations of
+motion, also exact), but for the tension's second derivative (an input) in the stretch's
+acceleration (1e-4 of it). The thrust vector is ``F_i = m_i (a_i - g) - t_i s_i``; its axis
+``z_i = F_i / |F_i|`` turns at ``z_i x dF_i/dt / |F_i|`` (world). The centre of gravity sits
+above the cable's end by the attachment offset turned with the quadrotor's attitude (thrust axis
+z_i, heading +x): p and v exact, a and jerk without the terms of the attitude's angular
+acceleration (0.03 m times a few rad/s^2). The body rates fed forward follow by differential
+flatness with zero yaw rate, without the load's angular jerk in dF_i/dt (``_quad_outputs``).
 """
 
 from __future__ import annotations
@@ -72,6 +76,14 @@ def _quat_rate(q, w):
     )
 
 
+def _heading_axes(z):
+    """Body x and y axes of an attitude with thrust axis z heading +x (the controllers hold
+    their heading)."""
+    y_axis = ca.cross(z, ca.DM([1.0, 0.0, 0.0]))
+    y_axis = y_axis / ca.sqrt(ca.sumsqr(y_axis))
+    return ca.cross(y_axis, z), y_axis
+
+
 @dataclass
 class CableState:
     s: ca.SX
@@ -94,6 +106,7 @@ class LoadCableModel:
         self.inertia = system.load.inertia_matrix()
         self.rho = system.attachment_array()
         self.lengths = np.array([c.length for c in system.cables])
+        self.compliance = np.array([1.0 / c.stiffness for c in system.cables])  # m/N
         self.uav_mass = np.array([q.mass for q in system.quadrotors])
         self.uav_attach = np.array([q.attachment for q in system.quadrotors])
         self.g = np.array([0.0, 0.0, -system.gravity])
@@ -163,8 +176,9 @@ class LoadCableModel:
         return ca.vertcat(*parts)
 
     def _positions_thrusts(self, x):
-        """Cable ends on the quadrotors (n x 3) and thrust vectors (n x 3): what the path
-        constraints need, without the jerk-level terms of ``outputs``."""
+        """Centres of gravity of the quadrotors (n x 3) and their thrust vectors (n x 3): what
+        the path constraints need, as ``outputs`` has them, without its velocity- and
+        jerk-level terms."""
         p = x[X_POS : X_POS + 3]
         q = x[X_QUAT : X_QUAT + 4]
         w = x[X_RATE : X_RATE + 3]
@@ -176,9 +190,12 @@ class LoadCableModel:
             s1 = ca.cross(c.r, c.s)
             s2 = ca.cross(c.dr, c.s) + ca.cross(c.r, s1)
             arm_a = ca.mtimes(R, ca.cross(alpha, rho) + ca.cross(w, ca.cross(w, rho)))
-            end_a = acc + arm_a - float(self.lengths[i]) * s2
-            ends.append((p + ca.mtimes(R, rho) - float(self.lengths[i]) * c.s).T)
-            thrusts.append((self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s).T)
+            length = float(self.lengths[i]) + float(self.compliance[i]) * c.t
+            end_a = acc + arm_a - length * s2 - 2.0 * float(self.compliance[i]) * c.dt * s1
+            thrust = self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s
+            end_p = p + ca.mtimes(R, rho) - length * c.s
+            ends.append((end_p - self._attachment_arm(i, thrust)).T)
+            thrusts.append(thrust.T)
         return ca.vertcat(*ends), ca.vertcat(*thrusts)
 
     def _quad_outputs(self, x):
@@ -194,7 +211,10 @@ class LoadCableModel:
         rows = {k: [] for k in ("p", "v", "a", "j", "thrust", "rates")}
         for i, c in enumerate(self.cables(x)):
             rho = ca.DM(self.rho[i])
-            length = float(self.lengths[i])
+            # the cable stretched by its tension (the simulator's cables are springs): its
+            # length and rate; the tension's second derivative (an input) is left out of a
+            stretch_rate = float(self.compliance[i]) * c.dt
+            length = float(self.lengths[i]) + float(self.compliance[i]) * c.t
             # rotating arm R rho and its derivatives (body-frame angular quantities)
             w_r = ca.cross(w, rho)
             arm_v = ca.mtimes(R, w_r)
@@ -207,29 +227,44 @@ class LoadCableModel:
             s2 = ca.cross(c.dr, c.s) + ca.cross(c.r, s1)
             s3 = ca.cross(c.ddr, c.s) + 2 * ca.cross(c.dr, s1) + ca.cross(c.r, s2)
             end_p = p + ca.mtimes(R, rho) - length * c.s
-            end_v = v + arm_v - length * s1
-            end_a = acc + arm_a - length * s2
-            end_j = jerk + arm_j - length * s3
+            end_v = v + arm_v - length * s1 - stretch_rate * c.s
+            end_a = acc + arm_a - length * s2 - 2.0 * stretch_rate * s1
+            end_j = jerk + arm_j - length * s3 - 3.0 * stretch_rate * s2
             thrust = self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s
             dthrust = self.uav_mass[i] * end_j - c.dt * c.s - c.t * s1
             norm = ca.sqrt(ca.sumsqr(thrust))
             z = thrust / norm
-            w_world = ca.cross(z, dthrust) / norm
-            # attitude with thrust axis z heading +x (the controllers hold their heading)
-            y_axis = ca.cross(z, ca.DM([1.0, 0.0, 0.0]))
-            y_axis = y_axis / ca.sqrt(ca.sumsqr(y_axis))
-            x_axis = ca.cross(y_axis, z)
-            rates = ca.vertcat(ca.dot(x_axis, w_world), ca.dot(y_axis, w_world), 0.0)
-            # centre of gravity: the cable's end shifted by the attachment offset of a level
-            # quadrotor; tilting moves it by under 1 cm at 20 deg, and one rigid shift keeps
-            # p, v, a and jerk exactly consistent
-            rows["p"].append((end_p - ca.DM(self.uav_attach[i])).T)
-            rows["v"].append(end_v.T)
-            rows["a"].append(end_a.T)
+            w_world = ca.cross(z, dthrust) / norm  # the thrust axis turns at this rate
+            # body rates fed forward: the same without the load's angular jerk, the model's
+            # most fragile prediction (it rests on tension rates that position-controlled
+            # quadrotors do not realize); fed forward to the attitude loops, it drives the load's
+            # weakly restored rotations about the cables' apex unstable with more than three
+            # cables (measured with six: a yaw oscillation growing 2.7 times each second)
+            w_feed = ca.cross(z, dthrust - self.uav_mass[i] * ca.mtimes(R, ca.cross(dalpha, rho)))
+            w_feed = w_feed / norm
+            x_axis, y_axis = _heading_axes(z)
+            rates = ca.vertcat(ca.dot(x_axis, w_feed), ca.dot(y_axis, w_feed), 0.0)
+            # centre of gravity: the attachment offset turned with the quadrotor's attitude
+            # (tilts of 30 degrees and more in wide formations move it by 1.5 cm); p and v
+            # exact for an attachment on the thrust axis, the angular acceleration's terms left
+            # out of a (0.03 m times a few rad/s^2) and of the jerk
+            arm = self._attachment_arm(i, thrust)
+            turn = ca.cross(w_world, arm)
+            rows["p"].append((end_p - arm).T)
+            rows["v"].append((end_v - turn).T)
+            rows["a"].append((end_a - ca.cross(w_world, turn)).T)
             rows["j"].append(end_j.T)
             rows["thrust"].append(thrust.T)
             rows["rates"].append(rates.T)
         return tuple(ca.vertcat(*rows[k]) for k in ("p", "v", "a", "j", "thrust", "rates"))
+
+    def _attachment_arm(self, i: int, thrust):
+        """The cable's attachment point on quadrotor i relative to its centre of gravity
+        (world), for an attitude with thrust axis along ``thrust`` heading +x."""
+        z = thrust / ca.sqrt(ca.sumsqr(thrust))
+        x_axis, y_axis = _heading_axes(z)
+        r = self.uav_attach[i]
+        return x_axis * float(r[0]) + y_axis * float(r[1]) + z * float(r[2])
 
     # -- integration --------------------------------------------------------------------------
 

@@ -5,6 +5,8 @@ Building a teacher generates and compiles C once per number of quadrotors (cache
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ from cableload_sim.trajectories import make_reference
 from planners import make_planner
 from planners.base import PlanBounds
 from planners.teacher import TeacherPlanner
+from planners.teacher_ocp import StepInfo
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +36,14 @@ def test_teacher_tracks_and_beats_the_formation(paper_config, teacher, trajector
     result = fly(paper_config, teacher, trajectory, record_plans=True)
     m = result.metrics
     assert result.status is EpisodeStatus.COMPLETED
-    assert m["rmse_position_m"] <= 0.10
-    assert m["rmse_orientation_deg"] <= 5.0
-    assert m["min_uav_distance_m"] >= 0.8
+    assert m["rmse_position_m"] <= 0.01
+    assert m["rmse_orientation_deg"] <= 1.0
+    assert m["min_uav_distance_m"] >= 0.9
     assert m["longest_slack_s"] <= 0.2
     report = teacher.report()
     assert report["solver_failures"] == 0 and m["replaced_plans"] == 0
-    baseline = fly(paper_config, make_planner("formation", paper_config), trajectory).metrics
-    assert m["rmse_position_m"] < 0.5 * baseline["rmse_position_m"]
+    baseline = fly(paper_config, make_planner("formation-tilt", paper_config), trajectory).metrics
+    assert m["rmse_position_m"] < baseline["rmse_position_m"]
     assert m["rmse_orientation_deg"] < 0.5 * baseline["rmse_orientation_deg"]
     # continuity: each plan starts within 5 cm of where the previous one put that quadrotor
     jumps = []
@@ -78,8 +81,9 @@ def test_solver_failure_flies_the_previous_plan_shifted(paper_config, teacher, m
     backend.advance()
     state = backend.observe()
 
-    def broken(X, U, ref):
-        return X * np.nan, U * np.nan, np.inf, False
+    def broken(it, ref):
+        it.X[:] = np.nan  # the worst a step can do: the iterate itself is lost
+        return StepInfo(False, np.inf, 0.0, 1.0)
 
     monkeypatch.setattr(teacher.ocp, "sqp_step", broken)
     fallback = teacher.plan(state, reference)
@@ -107,8 +111,25 @@ def test_teacher_builds_and_flies_any_number_of_quadrotors(n):
     result = fly(config, teacher, "eight-slow", duration=10.0)
     assert result.status is EpisodeStatus.COMPLETED
     assert teacher.report()["solver_failures"] == 0
-    assert result.metrics["min_uav_distance_m"] > 0.8
-    baseline = fly(config, make_planner("formation", config), "eight-slow", duration=10.0)
+    assert result.metrics["min_uav_distance_m"] > 0.9
+    baseline = fly(config, make_planner("formation-tilt", config), "eight-slow", duration=10.0)
     # two cables leave the load free to swing about the line through them: larger errors
-    assert result.metrics["rmse_position_m"] < (0.15 if n == 2 else 0.05)
+    assert result.metrics["rmse_position_m"] < (0.03 if n == 2 else 0.01)
     assert result.metrics["rmse_orientation_deg"] < baseline.metrics["rmse_orientation_deg"]
+
+
+def test_nine_quadrotors_on_two_metre_cables(tmp_path):
+    """Nine quadrotors 1.2 m apart need cables longer than the paper's 1 m (a ring of nine
+    at that spacing has a 1.75 m radius); with 2 m cables the same code plans and flies them."""
+    text = (Path(__file__).parents[2] / "cableload_sim" / "configs" / "paper.toml").read_text()
+    path = tmp_path / "nine.toml"
+    path.write_text(text.replace("\nlength = 1.0", "\nlength = 2.0"))
+    config = load_config(path, uavs=9)
+    teacher = TeacherPlanner.from_config(config)
+    assert teacher.ocp.nx == 13 + 14 * 9 and teacher.ocp.m == 4 * 9 + 36
+    result = fly(config, teacher, "eight-slow", duration=5.0, record_plans=True)
+    assert result.status is EpisodeStatus.COMPLETED
+    assert teacher.report()["solver_failures"] == 0
+    assert result.metrics["rmse_position_m"] < 0.01
+    assert result.metrics["min_uav_distance_m"] > 1.0
+    assert all(len(record.trajectories) == 9 for record in result.plans)

@@ -1,7 +1,10 @@
 """The teacher's load-cable model: dynamics against the simulator, exact kinematics and
-flatness, constraint functions on hand-computed cases. Symbolic only: nothing is compiled."""
+flatness, the centre of gravity of a tilted quadrotor, constraint functions on hand-computed
+cases, the formation prior. Symbolic only: nothing is compiled."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import casadi as ca
 import numpy as np
@@ -14,7 +17,6 @@ from cableload_sim.disturbances import WrenchDisturbance
 from cableload_sim.params import TeacherParams, load_config
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry
-from planners.teacher import constraint_violations
 from planners.teacher_model import (
     C_DIR,
     C_DTENSION,
@@ -28,6 +30,7 @@ from planners.teacher_model import (
     LoadCableModel,
     cable_offset,
 )
+from planners.teacher_ocp import formation_prior, path_constraints
 
 
 def ocp_state(state, n):
@@ -92,18 +95,28 @@ def random_ocp_state(rng, model):
     return x
 
 
+def without_attachment_offset(system):
+    """The system with each cable tied at its quadrotor's centre of gravity."""
+    quads = tuple(dataclasses.replace(q, attachment=(0.0, 0.0, 0.0)) for q in system.quadrotors)
+    return dataclasses.replace(system, quadrotors=quads)
+
+
 @pytest.mark.parametrize("n", [2, 3, 5])
 def test_kinematics_and_flatness_match_finite_differences(n):
-    """Along the model's own motion, the quadrotor velocity, acceleration and jerk are the
-    time derivatives of position, velocity and acceleration, and the body rates turn the thrust
-    axis as dz/dt = R (w x e_z)."""
+    """Along the model's own motion (tension held at constant rate: its second derivative, an
+    input, is the one term the stretch's acceleration leaves out), the cable's end on each
+    quadrotor has velocity, acceleration and jerk the time derivatives of its position,
+    velocity and acceleration, stretch included; the thrust axis turns as the rate of the thrust
+    says, and the body rates fed forward turn it so without the load's angular jerk."""
     rng = np.random.default_rng(n)
-    model = LoadCableModel(load_config(uavs=n).system)
+    model = LoadCableModel(without_attachment_offset(load_config(uavs=n).system))
     step = model.step_function(1)
+    jerks = ca.Function("jerks", [model.x_sym], list(model.load_jerks(model.x_sym)))
     h = 1e-4
     for _ in range(3):
         x = random_ocp_state(rng, model)
         u = rng.normal(size=model.nu)
+        u[3::4] = 0.0  # d2t
         xs = [x]
         for _ in range(2):
             xs.append(np.array(step(xs[-1], u, h)).ravel())
@@ -115,14 +128,42 @@ def test_kinematics_and_flatness_match_finite_differences(n):
         np.testing.assert_allclose((a[2] - a[0]) / (2 * h), j[1], atol=1e-4 * scale)
         z = thrust / np.linalg.norm(thrust, axis=-1, keepdims=True)
         z_dot = (z[2] - z[0]) / (2 * h)
+        R_load = quat_to_matrix(xs[1][X_QUAT : X_QUAT + 4])
+        dalpha = np.array(jerks(xs[1])[1]).ravel()
         for i in range(n):
             y_axis = np.cross(z[1, i], [1.0, 0.0, 0.0])
             y_axis /= np.linalg.norm(y_axis)
             x_axis = np.cross(y_axis, z[1, i])
             R = np.column_stack([x_axis, y_axis, z[1, i]])
+            left_out = model.uav_mass[i] * R_load @ np.cross(dalpha, model.rho[i])
+            left_out = (left_out - z[1, i] * (z[1, i] @ left_out)) / np.linalg.norm(thrust[1, i])
             predicted = R @ np.cross(rates[1, i], [0.0, 0.0, 1.0])
-            np.testing.assert_allclose(predicted, z_dot[i], atol=1e-6 * (1 + np.abs(z_dot).max()))
+            np.testing.assert_allclose(predicted, z_dot[i] - left_out,
+                                       atol=1e-6 * (1 + np.abs(z_dot).max()))
             assert rates[1, i, 2] == 0.0  # zero yaw rate by construction
+
+
+def test_centre_of_gravity_sits_above_the_attachment_along_the_thrust_axis():
+    """A tilted quadrotor's centre of gravity is its attachment point moved 3 cm along its
+    thrust axis (not straight up); its velocity is that point's rate of change."""
+    rng = np.random.default_rng(7)
+    system = load_config().system
+    model = LoadCableModel(system)
+    bare = LoadCableModel(without_attachment_offset(system))
+    step = model.step_function(1)
+    h = 1e-5
+    x = random_ocp_state(rng, model)
+    u = rng.normal(size=model.nu)
+    u[3::4] = 0.0
+    p, v, _, _, thrust, _ = (np.array(o) for o in model.outputs(x))
+    end = np.array(bare.outputs(x)[0])
+    z = thrust / np.linalg.norm(thrust, axis=1, keepdims=True)
+    offset = -np.array(system.quadrotors[0].attachment)[2]  # 0.03 m below
+    np.testing.assert_allclose(p, end + offset * z, atol=1e-12)
+    assert np.degrees(np.arccos(z[:, 2])).max() > 5.0  # the test state is tilted
+    p_next = np.array(model.outputs(np.array(step(x, u, h)).ravel())[0])
+    p_prev = np.array(model.outputs(np.array(step(x, u, -h)).ravel())[0])
+    np.testing.assert_allclose((p_next - p_prev) / (2 * h), v, atol=1e-5 * (1 + np.abs(v).max()))
 
 
 def test_step_keeps_unit_directions_and_quaternion():
@@ -137,8 +178,9 @@ def test_step_keeps_unit_directions_and_quaternion():
 
 def test_positions_and_thrusts_at_hover_by_hand():
     """Level load at rest, cables along the hover cone with the static tensions: each cable's
-    end sits at p + rho_i + l u_i, and each thrust is m_i g e_z + t_i u_i (pulled down the
-    cable), by hand."""
+    end sits at p + rho_i + (l + t_i / k) u_i (stretched), each thrust is m_i g e_z + t_i u_i
+    (pulled down the cable) and each centre of gravity sits 3 cm from the cable's end along the
+    thrust, by hand."""
     config = load_config()
     system = config.system
     model = LoadCableModel(system)
@@ -156,17 +198,22 @@ def test_positions_and_thrusts_at_hover_by_hand():
     np.testing.assert_allclose(np.array(alpha).ravel(), 0.0, atol=1e-12)
     for i in range(3):
         u = geometry.directions[i]
-        expected_end = np.array([1.0, 2.0, 1.5]) + np.array(system.load.attachments[i]) + u
-        np.testing.assert_allclose(p[i], expected_end, atol=1e-12)
-        expected_thrust = 0.6 * 9.81 * np.array([0, 0, 1.0]) + geometry.tensions[i] * u
+        t = geometry.tensions[i]
+        expected_end = (np.array([1.0, 2.0, 1.5]) + np.array(system.load.attachments[i])
+                        + (1.0 + t / 5000.0) * u)
+        expected_thrust = 0.6 * 9.81 * np.array([0, 0, 1.0]) + t * u
         np.testing.assert_allclose(thrust[i], expected_thrust, atol=1e-12)
+        axis = expected_thrust / np.linalg.norm(expected_thrust)
+        np.testing.assert_allclose(p[i], expected_end + 0.03 * axis, atol=1e-12)
 
 
-def test_constraint_violations_by_hand():
+def test_constraints_by_hand():
     """Two quadrotors on vertical cables each carrying half the load (so it does not
     accelerate), with bounds set so each constraint is violated by a hand-computed amount:
     tension 6.867 N against [7.0, 15] and [0.5, 6.8]; thrust m g + t = 12.753 N against a 10 N
-    maximum; cable ends as far apart as the attachment points (about 0.64 m) against 1 m."""
+    maximum and a 13 N minimum; centres of gravity as far apart as the attachment points (about
+    0.64 m) against 1 m and its 2 cm margin, in 0.1 m units. Each value is the constraint's
+    margin: negative by exactly the violation."""
     system = load_config(uavs=2).system
     model = LoadCableModel(system)
     x = np.zeros(model.nx)
@@ -183,17 +230,36 @@ def test_constraint_violations_by_hand():
     thrust = 0.6 * 9.81 + half
     for params, expected in [
         (TeacherParams(tension_min=7.0, tension_max=15.0, thrust_margin=0.5),
-         [7.0 - half, 0.0, thrust - 10.0, 0.0]),
+         [half - 7.0, 15.0 - half, 10.0 - thrust, thrust - 1.0]),
         (TeacherParams(tension_min=0.5, tension_max=6.8, thrust_margin=0.9),
-         [0.0, half - 6.8, 0.0, 0.0]),
-        (TeacherParams(thrust_min=13.0, thrust_margin=0.9), [0.0, 0.0, 0.0, 13.0 - thrust]),
+         [half - 0.5, 6.8 - half, 18.0 - thrust, thrust - 1.0]),
+        (TeacherParams(thrust_min=13.0, thrust_margin=0.9),
+         [half - 0.5, 15.0 - half, 18.0 - thrust, thrust - 13.0]),
     ]:
-        v = np.array(constraint_violations(model, params, x)).ravel()
-        np.testing.assert_allclose(v[0:4], expected, atol=1e-9)
-        np.testing.assert_allclose(v[4:8], expected, atol=1e-9)
-        assert v[8] == pytest.approx(params.min_distance - distance)
-    relaxed = TeacherParams(min_distance=0.5)
-    assert np.array(constraint_violations(model, relaxed, x)).ravel()[8] == 0.0
+        h = np.array(path_constraints(model, params, x)).ravel()
+        np.testing.assert_allclose(h[0:4], expected, atol=1e-9)
+        np.testing.assert_allclose(h[4:8], expected, atol=1e-9)
+        assert h[8] == pytest.approx((distance - 1.02) / 0.1)
+        assert h[8] < 0.0
+    relaxed = TeacherParams(min_distance=0.5, separation_margin=0.0)
+    assert np.array(path_constraints(model, relaxed, x)).ravel()[8] == pytest.approx(
+        (distance - 0.5) / 0.1)
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_formation_prior_balances_the_load_and_keeps_the_cone(n):
+    """The prior's tensions and directions supply exactly the force the load's acceleration
+    needs, m (a - g), with the hover cone's shape (angles between cables) kept."""
+    system = load_config(uavs=n).system
+    geometry = hover_geometry(system)
+    q = np.array([[1.0, 0.0, 0.0, 0.0], [np.cos(0.3), 0.0, 0.0, np.sin(0.3)]])
+    acceleration = np.array([[2.0, -1.0, 0.5], [-3.0, 0.0, -1.0]])
+    directions, tensions = formation_prior(system, geometry, q, acceleration)
+    force = np.einsum("kn,kna->ka", tensions, directions)
+    np.testing.assert_allclose(force, 1.4 * (acceleration + [0.0, 0.0, 9.81]), atol=1e-9)
+    for k in range(2):
+        np.testing.assert_allclose(directions[k] @ directions[k].T,
+                                   geometry.directions @ geometry.directions.T, atol=1e-12)
 
 
 def test_quaternion_rotation_helper_matches_rotations_module():
