@@ -48,14 +48,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
 from cableload_sim.errors import OutputExistsError, UsageError
+from cableload_sim.files import atomic_write_bytes
 from cableload_sim.params import Config, QuadrotorParams, SystemParams
 from cableload_sim.rotations import matrix_to_quat, quat_from_axis_angle, quat_to_euler, quat_to_matrix
 from cableload_sim.runlog import LOAD_ODOMETRY_TOPIC, default_quad_names
@@ -474,14 +473,5 @@ def write_world(config: Config, path, overwrite: bool = False, **options) -> Pat
                               "overwrite it (--overwrite)")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"folder {str(path.parent)!r} of the world file does not exist")
-    text = world_sdf(config, **options)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write_bytes(path, world_sdf(config, **options).encode())
     return path

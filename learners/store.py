@@ -18,26 +18,15 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 
 from cableload_sim.errors import FileContentError, InputMissingError
+from cableload_sim.files import atomic_write_bytes
 
 SAMPLE_ARRAYS = ("ego", "load", "ref", "prior", "target", "t", "quad", "episode")
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def atomic_write_json(path: Path, obj) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 import casadi as ca
 
 from cableload_sim.errors import CableloadError
+from cableload_sim.files import atomic_write_bytes
 
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared")
 RECORD_FORMAT = 1
@@ -172,18 +173,6 @@ def sweep_stale(folder: Path) -> list[Path]:
     return removed
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}-{path.name}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _build(folder: Path, name: str, source: str, library: Path, source_key: str,
            command: str, identity: str) -> None:
     sweep_stale(folder)
@@ -201,7 +190,7 @@ def _build(folder: Path, name: str, source: str, library: Path, source_key: str,
         record = {"format": RECORD_FORMAT, "key": source_key, "sha256": _file_sha256(built),
                   "compiler": identity, "flags": list(FLAGS), "cpu": cpu_identity()}
         os.replace(built, library)
-        _atomic_write(_record_path(library), json.dumps(record, indent=1).encode())
+        atomic_write_bytes(_record_path(library), json.dumps(record, indent=1).encode())
     except OSError as err:
         raise CodegenError(f"cannot build {name} in the compiled-code cache {str(folder)!r} "
                            f"({err.strerror or err}); set CABLELOAD_CACHE to a writable folder "
