@@ -48,7 +48,8 @@ Compensating all of it would leave the load's swing undamped: the quadrotors wou
 points for it, and the lag of the compensation (mostly the attitude loop tilting the thrust)
 damps the swing slightly when the pendulum is faster than the position loop and excites it
 when slower (one or two quadrotors). So ``f`` is split into a slow part (first-order filter,
-``pull_cutoff_hz``) and a fast part ``f_fast``, and the quadrotor yields to the fast part: all
+``pull_cutoff_hz``, restarted from the pull as it is at every change between tracking and
+holding) and a fast part ``f_fast``, and the quadrotor yields to the fast part: all
 of it (``beta`` = ``hold_compliance``, 1: as its own mass would) when holding, where the
 velocity gain then damps the swing. When tracking, ``beta`` (``tracking_compliance``) is 0
 unless the system's swing is slower than the position loop (``layout``): planners move the
@@ -97,9 +98,9 @@ from cableload_sim.layout import (
     CS_TORQUE_FILT,
     G_ATT_GAIN,
     G_COS_HALF_TILT,
-    G_DT,
     G_FILTER_ALPHA,
     G_HOLD_COMPLIANCE,
+    G_INV_DT,
     G_KP,
     G_KV,
     G_MAX_POS_ERR,
@@ -513,7 +514,7 @@ SC_RATE_CMD = 21  # attitude loop's body-rate command (3)
 SC_TORQUE = 24  # commanded body torque (3)
 SC_WRENCH = 27  # rotor thrust vector (world) and torque (body) (6)
 SC_ROTOR = 33  # rotor thrusts (4)
-SC_PULL = 37  # fast part of the cable's pull (estimate minus its slow part), world (3)
+SC_PULL = 37  # share of the cable's fast pull yielded to, world (3)
 SC_SIZE = 40
 
 
@@ -621,14 +622,17 @@ def _tilt_barrier(R, b, scratch, wc, max_tilt, cos_half_max_tilt, lag):
     rate follows its command: it brakes a lagging first-order follower without overshoot
     (critical damping). The thrust direction command is limited to ``max_tilt`` already; this
     keeps the attitude loop from overshooting it."""
-    # world rate w = R w_B; its horizontal part bounds both the rate about k and about e
+    # nothing to limit (the common case, no square root or division): tilt at most half the
+    # limit and |w| <= brake max_tilt / 2 = max_tilt / (8 lag); |w| bounds the rates about k
+    # and about e
+    reach = 8.0 * lag
+    w2 = scratch[wc] * scratch[wc] + scratch[wc + 1] * scratch[wc + 1] \
+        + scratch[wc + 2] * scratch[wc + 2]
+    if R[b, 8] >= cos_half_max_tilt and w2 * reach * reach <= max_tilt * max_tilt:
+        return
+    # world rate w = R w_B (horizontal part)
     wx = R[b, 0] * scratch[wc] + R[b, 1] * scratch[wc + 1] + R[b, 2] * scratch[wc + 2]
     wy = R[b, 3] * scratch[wc] + R[b, 4] * scratch[wc + 1] + R[b, 5] * scratch[wc + 2]
-    # nothing to limit (the common case, no square root or division): tilt at most half the
-    # limit and |w_h| <= brake max_tilt / 2 = max_tilt / (8 lag)
-    reach = 8.0 * lag
-    if R[b, 8] >= cos_half_max_tilt and (wx * wx + wy * wy) * reach * reach <= max_tilt * max_tilt:
-        return
     zx = R[b, 2]
     zy = R[b, 5]
     sin_tilt = math.sqrt(zx * zx + zy * zy)
@@ -662,7 +666,7 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     o = LOAD_SIZE + QUAD_SIZE * i
     qm = M_HEADER + QM_SIZE * i
     b = i + 1
-    inv_dt = 1.0 / gains[G_DT]
+    inv_dt = gains[G_INV_DT]
     alpha = gains[G_FILTER_ALPHA]
     g = cmodel[M_GRAVITY]
     mass = cmodel[qm + QM_MASS]
@@ -671,7 +675,6 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
 
     # measurements and INDI filters
     fresh = cs[CS_INITIALIZED] == 0.0
-    slow = 1.0 if fresh else gains[G_PULL_ALPHA]  # the slow pull starts at the first estimate
     if fresh:
         for r in range(3):
             cs[CS_ACC_FILT + r] = 0.0
@@ -727,29 +730,33 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
         for r in range(3):
             scratch[ref + r] = cs[CS_HOLD_POS + r]
         counters[i, K_HOLD_UPDATES] += 1.0
+    # the slow pull restarts from the pull as it is on the first update and whenever the
+    # controller changes between tracking and holding
+    restart = fresh or ((cs[CS_MODE] == MODE_TRACKING) != (mode == MODE_TRACKING))
     cs[CS_MODE] = mode
 
     # The cable's pull as INDI sees it, m a_filt - F_filt + m g e_z, and its slow part: a
-    # first-order filter. The share of its fast part the quadrotor yields to: all of it when
-    # holding. When tracking, a share that is 0 unless the swing needs it; then only the part
-    # across the cable (tension changes along it are how planners move the load) and not what
-    # a mass mu carried rigidly would add under the plan's acceleration (the plan explains it;
-    # mu from the vertical part of the slow pull).
+    # first-order filter, kept only while some of the fast part is yielded to. The share
+    # yielded to: all of it when holding. When tracking, a share that is 0 unless the swing
+    # needs it; then only the part across the cable (tension changes along it are how planners
+    # move the load) and not what a mass mu carried rigidly would add under the plan's
+    # acceleration (the plan explains it; mu from the vertical part of the slow pull).
     beta = gains[G_HOLD_COMPLIANCE]
     mu = 0.0
     if mode == MODE_TRACKING:
         beta = gains[G_TRACK_COMPLIANCE]
-        if beta != 0.0 and not fresh and cs[CS_PULL_SLOW + 2] < 0.0:
+        if beta != 0.0 and not restart and cs[CS_PULL_SLOW + 2] < 0.0:
             mu = -cs[CS_PULL_SLOW + 2] / g
-    for r in range(3):
-        pull = mass * cs[CS_ACC_FILT + r] - cs[CS_FORCE_FILT + r] + mu * scratch[ref + 6 + r]
-        if r == 2:
-            pull += mass * g
-        cs[CS_PULL_SLOW + r] += slow * (pull - cs[CS_PULL_SLOW + r])
-        scratch[SC_PULL + r] = pull - cs[CS_PULL_SLOW + r]
-    if mode == MODE_TRACKING and beta != 0.0:
+    if beta != 0.0:
+        slow = 1.0 if restart else gains[G_PULL_ALPHA]
+        for r in range(3):
+            pull = mass * cs[CS_ACC_FILT + r] - cs[CS_FORCE_FILT + r] + mu * scratch[ref + 6 + r]
+            if r == 2:
+                pull += mass * g
+            cs[CS_PULL_SLOW + r] += slow * (pull - cs[CS_PULL_SLOW + r])
+            scratch[SC_PULL + r] = beta * (pull - cs[CS_PULL_SLOW + r])
         norm2 = cs[CS_PULL_SLOW] ** 2 + cs[CS_PULL_SLOW + 1] ** 2 + cs[CS_PULL_SLOW + 2] ** 2
-        if norm2 > 0.0:
+        if mode == MODE_TRACKING and norm2 > 0.0:
             along = (scratch[SC_PULL] * cs[CS_PULL_SLOW] + scratch[SC_PULL + 1] * cs[CS_PULL_SLOW + 1]
                      + scratch[SC_PULL + 2] * cs[CS_PULL_SLOW + 2]) / norm2
             for r in range(3):
@@ -771,8 +778,10 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     for r in range(3):
         acmd = scratch[ref + 6 + r] + gains[G_KP + r] * scratch[SC_ERR + r] \
             + gains[G_KV + r] * (scratch[ref + 3 + r] - x[o + QUAD_VEL + r])
-        scratch[SC_FORCE + r] = cs[CS_FORCE_FILT + r] + mass * (acmd - cs[CS_ACC_FILT + r]) \
-            + beta * scratch[SC_PULL + r]
+        scratch[SC_FORCE + r] = cs[CS_FORCE_FILT + r] + mass * (acmd - cs[CS_ACC_FILT + r])
+    if beta != 0.0:
+        for r in range(3):
+            scratch[SC_FORCE + r] += scratch[SC_PULL + r]
     fx = scratch[SC_FORCE]
     fy = scratch[SC_FORCE + 1]
     fz = scratch[SC_FORCE + 2]
@@ -794,8 +803,8 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     # desired attitude: thrust axis z, heading the held yaw
     cxw = cs[CS_HEADING]
     cyw = cs[CS_HEADING + 1]
-    yx = zy * 0.0 - zz * cyw
-    yy = zz * cxw - zx * 0.0
+    yx = -zz * cyw
+    yy = zz * cxw
     yz = zx * cyw - zy * cxw
     inv_yn = 1.0 / math.sqrt(yx * yx + yy * yy + yz * yz)
     yx *= inv_yn

@@ -134,7 +134,8 @@ G_PULL_ALPHA = 17  # first-order filter blend per update of the slow pull (-)
 G_MAX_TILT = 18  # largest tilt of the thrust axis (rad)
 G_RATE_LAG = 19  # delay of the body rate behind its command, less the motors' (s)
 G_COS_HALF_TILT = 20  # cosine of half the largest tilt (-)
-G_SIZE = 21
+G_INV_DT = 21  # 1 / controller period (1/s)
+G_SIZE = 22
 
 
 def controller_decimation(controller: ControllerParams, simulation: SimulationParams) -> int:
@@ -189,6 +190,7 @@ def pack_gains(controller: ControllerParams, simulation: SimulationParams,
         + dt * (1.0 - g[G_FILTER_ALPHA]) / g[G_FILTER_ALPHA]
     g[G_MAX_POS_ERR] = controller.max_position_error
     g[G_DT] = dt
+    g[G_INV_DT] = 1.0 / dt
     g[G_HOLD_COMPLIANCE] = controller.hold_compliance
     g[G_TRACK_COMPLIANCE] = tracking_compliance(controller, system)
     g[G_PULL_ALPHA] = 1.0 - math.exp(-2.0 * math.pi * controller.pull_cutoff_hz * dt)
@@ -210,7 +212,7 @@ CS_MODE = 29  # MODE_* below
 CS_ROTOR_CMD = 30  # commanded rotor speeds (4)
 CS_INITIALIZED = 34  # 0 until the first update has seeded the filters
 CS_SEGMENT = 35  # index of the plan segment used last (search hint)
-CS_PULL_SLOW = 36  # slow part of the cable's pull the plan does not explain, world (3)
+CS_PULL_SLOW = 36  # slow part of the cable's pull, kept while yielding to its fast part, world (3)
 CS_SIZE = 39
 
 MODE_TRACKING = 0.0

@@ -413,10 +413,11 @@ class ControllerParams:
     the horizontal position loop (``layout.tracking_compliance``: one or two quadrotors), where
     a stiff loop excites the swing (damping ratio -0.016 for two). 0.3 makes it decay (0.056
     for two, 0.08 for one) and flies two on eight-slow with the formation to 0.040 m (0.13:
-    0.047 m; 0: 0.28 m). Elsewhere none:
-    planners move the load through the cable tensions and the teacher propagates them from its
-    own plan, so it needs the quadrotors on their plans (measured on the paper's three: 0.13
-    raises its attitude error on eight-slow from 0.40 to 1.7 deg, 1 makes it diverge)."""
+    0.047 m; 0: 0.28 m). Elsewhere none, and the swing while tracking stays as lightly damped
+    as the stiff loop leaves it (0.000-0.04 for three to five): planners move the load through
+    the cable tensions and the teacher propagates them from its own plan, so it needs the
+    quadrotors on their plans (measured on the paper's three: 0.13 raises its attitude error on
+    eight-slow from 0.40 to 1.7 deg, 1 makes it diverge)."""
     pull_cutoff_hz: float = 0.05
     """Cut-off of the first-order filter giving the slow part of the cable's pull (Hz): a
     decade below the slowest swing (0.48 Hz), so that the swing is yielded to in phase with the

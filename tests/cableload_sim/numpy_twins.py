@@ -598,24 +598,30 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t) -
         zero = np.zeros(3)
         ref = Reference(cs[hold].copy(), zero, zero, zero, zero)
         counters[i, L.K_HOLD_UPDATES] += 1.0
+    restart = fresh or ((cs[L.CS_MODE] == L.MODE_TRACKING) != (mode == L.MODE_TRACKING))
     cs[L.CS_MODE] = mode
     info["mode"] = mode
 
-    # the cable's pull as INDI sees it and its slow part (first-order filter, seeded on the
-    # first update); yielded to: all of its fast part when holding; when tracking, a share
-    # (often 0) of its part across the cable (the slow pull's direction), less what a mass mu
-    # carried rigidly would add under the plan's acceleration
+    # the cable's pull as INDI sees it and its slow part (first-order filter), kept only while
+    # some of the fast part is yielded to and restarted from the pull as it is on the first
+    # update and on every change between tracking and holding; yielded to: all of its fast
+    # part when holding; when tracking, a share (often 0) of its part across the cable (the
+    # slow pull's direction), less what a mass mu carried rigidly would add under the plan's
+    # acceleration
     tracking = mode == L.MODE_TRACKING
     compliance = gains[L.G_TRACK_COMPLIANCE] if tracking else gains[L.G_HOLD_COMPLIANCE]
-    predict = tracking and compliance != 0.0 and not fresh and cs[L.CS_PULL_SLOW + 2] < 0.0
-    mu = -cs[L.CS_PULL_SLOW + 2] / g if predict else 0.0
-    e_z = np.array([0.0, 0.0, 1.0])
-    pull = quad.mass * cs[acc] - cs[force_f] + quad.mass * g * e_z + mu * ref.a
-    cs[pull_slow] += (1.0 if fresh else gains[L.G_PULL_ALPHA]) * (pull - cs[pull_slow])
-    fast_pull = pull - cs[pull_slow]
-    axis = cs[pull_slow]
-    if tracking and axis @ axis > 0.0:
-        fast_pull = fast_pull - (fast_pull @ axis) / (axis @ axis) * axis
+    fast_pull = np.zeros(3)
+    info["yielding"] = compliance != 0.0
+    if compliance != 0.0:
+        predict = tracking and not restart and cs[L.CS_PULL_SLOW + 2] < 0.0
+        mu = -cs[L.CS_PULL_SLOW + 2] / g if predict else 0.0
+        pull = quad.mass * cs[acc] - cs[force_f] + quad.mass * g * np.array([0.0, 0.0, 1.0]) \
+            + mu * ref.a
+        cs[pull_slow] += (1.0 if restart else gains[L.G_PULL_ALPHA]) * (pull - cs[pull_slow])
+        fast_pull = pull - cs[pull_slow]
+        axis = cs[pull_slow]
+        if tracking and axis @ axis > 0.0:
+            fast_pull = fast_pull - (fast_pull @ axis) / (axis @ axis) * axis
 
     # position loop, INDI force: F = F_filt + m (a_cmd - a_filt) + compliance * fast pull
     e = ref.p - p

@@ -84,12 +84,12 @@ class Loop:
     config: Config
     x: np.ndarray
     ctrl: np.ndarray
+    gains: np.ndarray
 
     def __post_init__(self):
         sim = self.config.simulation
         self.n = self.config.system.n_uavs
         self.model = layout.pack_model(self.config.system)
-        self.gains = layout.pack_gains(self.config.controller, sim)
         self.h = sim.physics_dt
         self.decimation = layout.controller_decimation(self.config.controller, sim)
         self.plans, self.status = layout.empty_plans(self.n)
@@ -128,13 +128,15 @@ def single_quadrotor_loop() -> Loop:
         speed = np.sqrt((quad.mass + carried) * g / (4.0 * quad.rotor.thrust_coeff))
         x[o + layout.QUAD_ROTOR : o + layout.QUAD_ROTOR + 4] = speed
         ctrl[i, layout.CS_ROTOR_CMD : layout.CS_ROTOR_CMD + 4] = speed
-    return Loop(config, x, ctrl)
+    # the gains as configured: this system has no formation statics to decide the tracking
+    # compliance from (holding does not use it)
+    return Loop(config, x, ctrl, layout.pack_gains(config.controller, config.simulation))
 
 
 def formation_loop(n: int) -> Loop:
     sim = Simulator(load_config(uavs=n))
     sim.reset([0.0, 0.0, 2.0], [1.0, 0.0, 0.0, 0.0])
-    return Loop(sim.config, sim.x.copy(), sim.ctrl.copy())
+    return Loop(sim.config, sim.x.copy(), sim.ctrl.copy(), sim.gains)
 
 
 def hover_modes(loop: Loop):
