@@ -29,9 +29,6 @@ class HoverGeometry:
     apex_depth: float
     """Depth of the cables' common point below the load's centre of mass (m)."""
 
-    def cable_angles_deg(self) -> np.ndarray:
-        return np.degrees(np.arccos(np.clip(self.directions[:, 2], -1.0, 1.0)))
-
 
 def cable_tensions_for(directions: np.ndarray, weight: float) -> np.ndarray:
     """Minimum-norm tensions (N) with ``sum t_i u_i = weight e_z``.
