@@ -119,9 +119,50 @@ def print_table(rows: list[tuple[str, dict]], keys) -> None:
 # commands
 
 
+def _warn(text: str) -> None:
+    print(f"cableload: warning: {text}", file=sys.stderr)
+
+
+def require_flyable(args, config, reference, duration: float) -> None:
+    """Refuse a reference beyond what the system can fly, or warn with ``--force``."""
+    from cableload_sim.feasibility import require_flyable as check
+
+    check(reference, config, duration, force=args.force, warn=_warn)
+
+
+def cmd_check_reference(args) -> int:
+    """``trajectories --check NAME``: what a reference asks of the system, against its limits;
+    exit status 1 when it is beyond them."""
+    from cableload_sim.feasibility import check_reference
+
+    args.trajectory = args.check
+    config = load_cli_config(args)
+    check = check_reference(build_reference(args), config, args.duration)
+    if args.json:
+        print_json(check.as_dict())
+        return 0 if check.flyable else 1
+    report = check.as_dict()
+    print(f"{report['reference']} over {report['duration_s']:g} s, {config.system.n_uavs} "
+          "quadrotors:")
+    limits = {"thrust": f"<= {check.limits['thrust_N']:.3g} N "
+                        f"(teacher.thrust_margin {check.limits['thrust_margin']:g})",
+              "tilt": f"<= {check.limits['tilt_deg']:g} deg (controller.max_tilt_deg)",
+              "tension_max": f"<= {check.limits['tension_max_N']:g} N (teacher.tension_max)",
+              "tension_min": f">= {check.limits['tension_min_N']:g} N (teacher.tension_min)"}
+    for name, peak in report["peaks"].items():
+        value = f"{peak['value']:.3g} {peak['unit']}"
+        where = f"t = {peak['t']:.2f} s" + (f", quadrotor {peak['uav']}"
+                                              if peak["uav"] is not None else "")
+        print(f"  {name:13s} {value:>12s}  at {where:26s} {limits.get(name, '')}")
+    print(check.message())
+    return 0 if check.flyable else 1
+
+
 def cmd_trajectories(args) -> int:
     from cableload_sim.trajectories import reference_catalog
 
+    if args.check is not None:
+        return cmd_check_reference(args)
     catalog = reference_catalog()
     if args.json:
         print(json.dumps(json_safe(catalog), indent=2, default=str, allow_nan=False))
@@ -163,7 +204,9 @@ def cmd_simulate(args) -> int:
     from backends import session
 
     names = session.planner_names(args.planner, getattr(args, "backend", "embedded"))
-    flight = _flight(args, load_cli_config(args), build_reference(args))
+    config, reference = load_cli_config(args), build_reference(args)
+    require_flyable(args, config, reference, args.duration)
+    flight = _flight(args, config, reference)
     logs = session.log_paths(args.log, names)
     session.check_outputs(flight, logs, args.overwrite)
     planners = {name: session.build_planner(flight, name, _planner_options(name, args))
@@ -235,6 +278,7 @@ def cmd_evaluate(args) -> int:
     for name in names:
         args.trajectory = name
         references.append(build_reference(args))
+        require_flyable(args, config, references[-1], args.duration)
     flights = [_flight(args, config, reference) for reference in references]
     planners = {name: session.build_planner(flights[0], name, _planner_options(name, args))
                 for name in ("teacher", "student")}
@@ -266,7 +310,8 @@ def cmd_train(args) -> int:
                               "paper-eight-medium.toml")
     config = load_train_config(path)
     summary = train(config, args.out, resume=args.resume, executor=args.executor,
-                    address=args.address, progress=not args.json)
+                    address=args.address, progress=not args.json, force=args.force,
+                    warn=_warn)
     if args.json:
         print_json(summary)
     else:
@@ -401,6 +446,13 @@ def _add_policy(p: argparse.ArgumentParser) -> None:
                    help="student inference runtime")
 
 
+def _add_force(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="fly references beyond the system's limits (thrust, tilt, cable "
+                        "tensions; see `cableload trajectories --check`) with a warning instead "
+                        "of refusing them")
+
+
 def _add_log(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log", default=None, metavar="RUN.bag",
                    help="write a ROS1 bag of the run (one per planner with several)")
@@ -430,7 +482,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("trajectories", help="list the load reference trajectories")
+    p = sub.add_parser("trajectories", help="list the load reference trajectories, or check "
+                       "one against the system's limits")
+    p.add_argument("--check", default=None, metavar="NAME",
+                   help="check one reference (with the options below): its peak speed, "
+                        "acceleration, jerk, and the thrust, tilt and cable tensions it needs; "
+                        "exit status 1 when beyond the limits")
+    p.add_argument("--duration", type=float, default=None,
+                   help="with --check: seconds to check (default: the smooth start and one lap)")
+    p.add_argument("--orientation", default="constant", choices=["constant", "zero-sideslip"])
+    p.add_argument("--track-size", type=float, default=None, help="track:... larger side (m)")
+    p.add_argument("--speed", type=float, default=None, help="track/square speed (m/s)")
+    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
+                   help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5")
+    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_trajectories)
 
@@ -449,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE",
                    help="random wrench on the load: largest force (N) and torque (N m)")
     _add_reference(p)
+    _add_force(p)
     _add_common(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -459,6 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE")
     _add_reference(p)
     _add_policy(p)
+    _add_force(p)
     _add_common(p)
     p.set_defaults(func=cmd_evaluate)
 
@@ -469,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--executor", choices=["local", "ray"], default="local")
     p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+    _add_force(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_train)
 

@@ -183,6 +183,22 @@ def _check_trajectories(config: TrainConfig, source: str) -> None:
                 raise ConfigError(f"{source}:dagger.trajectories: {err}") from None
 
 
+def check_references_flyable(config: TrainConfig, system_config, force: bool = False,
+                             warn=None) -> None:
+    """Every training reference, in every orientation it is flown with, within what the system
+    can fly over an episode (``feasibility.require_flyable``)."""
+    from cableload_sim.feasibility import require_flyable
+    from cableload_sim.trajectories import make_reference
+
+    d = config.dagger
+    orientations = ("constant", "zero-sideslip") if d.orientation == "both" else (d.orientation,)
+    duration = max(d.episode_s, d.eval_s)
+    for name in d.trajectories:
+        for orientation in orientations:
+            require_flyable(make_reference(name, orientation=orientation), system_config,
+                            duration, force, warn)
+
+
 def train_config_from_dict(data: dict, source: str = "train config") -> TrainConfig:
     allowed = {"network", "dagger", "training", "system_config"}
     unknown = sorted(set(data) - allowed)

@@ -30,7 +30,7 @@ from torch import nn
 from cableload_sim.errors import CableloadError, OutputExistsError, ResourceError, UsageError
 from cableload_sim.horizon import N_NODES
 from cableload_sim.resources import available_memory, gigabytes
-from learners.config import TrainConfig, validate
+from learners.config import TrainConfig, check_references_flyable, validate
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
 from learners.network import StudentNet
 from learners.store import RunStore, atomic_write_bytes
@@ -417,14 +417,16 @@ def learning_rate(config: TrainConfig, round_index: int) -> float:
 
 def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
           executor: str = "local", address: str | None = None, progress: bool = True,
-          stop_after: int | None = None) -> dict:
+          stop_after: int | None = None, force: bool = False, warn=None) -> dict:
     """Run (or resume) DAgger; returns the summary. ``stop_after`` ends after that many rounds
-    have completed in this call (tests)."""
+    have completed in this call (tests). A training reference beyond what the system can fly
+    is refused, or with ``force`` reported through ``warn`` (``feasibility.require_flyable``)."""
     from tqdm import tqdm
 
     validate(config)
     system_config = _system_config(config.system_config)
     _check_dataset_fits(config, system_config)
+    check_references_flyable(config, system_config, force, warn)
     if config.training.torch_threads:
         torch.set_num_threads(config.training.torch_threads)
     store = RunStore(out_dir)

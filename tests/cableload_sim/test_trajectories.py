@@ -254,7 +254,7 @@ def test_track_size_speed_and_turn_radius(options):
 
 
 def test_track_keeps_the_shape_of_the_circuit():
-    reference = make_reference("track:zandvoort")
+    reference = make_reference("track:zandvoort", track_size=6.0)
     raw = _zandvoort_points()
     centre = 0.5 * (raw.min(axis=0) + raw.max(axis=0))
     scaled = (raw - centre) * 6.0 / np.max(np.ptp(raw, axis=0))
@@ -266,7 +266,7 @@ def test_track_keeps_the_shape_of_the_circuit():
     assert np.median(distance) < 0.05
     start = reference.start_pose()[0][:2]
     assert np.linalg.norm(start - scaled[0]) < 0.1
-    assert reference.describe()["length_m"] == pytest.approx(reference.period_s * 1.5)
+    assert reference.describe()["length_m"] == pytest.approx(reference.period_s * 1.0)
 
 
 def test_track_from_a_csv_path(tmp_path):
@@ -461,7 +461,7 @@ ERRORS = [
     ),
     (lambda tmp: make_reference("track:zandvoort", speed=float("inf")), "option 'speed'.*got inf"),
     (
-        lambda tmp: make_reference("track:zandvoort", min_radius=2.0),
+        lambda tmp: make_reference("track:zandvoort", track_size=6.0, min_radius=2.0),
         "option 'min_radius'.*1.5.*got 2.0",
     ),
     (lambda tmp: make_reference(f"track:{tmp}/missing.csv"), "missing.csv' not found"),
@@ -469,7 +469,7 @@ ERRORS = [
     (lambda tmp: make_reference("track:/dev/zero"), "'/dev/zero' is not a regular file"),
     (
         lambda tmp: make_reference("track:" + _write(tmp, "line.csv", "0,0\n1,1\n2,2\n3,3\n")),
-        "span 0 m across at track_size 6 m, less than a U-turn of min_radius 0.3 m",
+        "span 0 m across at track_size 20 m, less than a U-turn of min_radius 0.3 m",
     ),
     (
         lambda tmp: make_reference("track:" + _write(tmp, "huge.csv",
