@@ -7,11 +7,15 @@ Each case is a load reference with its orientation mode; every planner flies it 
 duration from the same start, and the metrics of ``cableload simulate`` are tabulated, with the
 teacher's solve times (median, p99 of the plans after the first) and its fallbacks.
 
-Case groups: ``catalog`` is every reference of ``cableload trajectories`` at its defaults;
-``agile`` are zero-sideslip references made for this comparison, unseen by the teacher's
-tuning and the student's training: a square of 3 m at 1.2 m/s with 0.6 m turns, a circle of
-1 m radius at 1.2 m/s, and the Zandvoort centerline at 1.2 m/s with its turn radius clipped at
-0.6, 0.4 and (its default) 0.3 m; ``eights`` are the figure-eights of the paper's Table 1.
+Case groups: ``catalog`` is every reference of ``cableload trajectories`` at its defaults,
+``catalog-zss`` every path among them with zero-sideslip orientation; ``agile`` are
+zero-sideslip references made for this comparison, unseen by the teacher's tuning and the
+student's training: a square of 3 m at 1.2 m/s with 0.6 m turns, a circle of 1 m radius at
+1.2 m/s, and the Zandvoort centerline scaled to 6 m at 1.2 m/s with its turn radius clipped at
+0.6, 0.4 and 0.3 m; ``eights`` are the figure-eights of the paper's Table 1.
+
+A case beyond what the system can fly (``cableload trajectories --check``) is not flown but
+listed as refused, with the limit it exceeds; ``--force`` flies it anyway.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 
 from backends import make_backend
 from backends.runner import run_episode
+from cableload_sim.feasibility import check_reference
 from cableload_sim.params import load_config
 from cableload_sim.trajectories import make_reference
 from planners import make_planner
@@ -40,15 +45,25 @@ CASES = {
     "hover": ("hover", "constant", {}),
     "pose-to-pose": ("pose-to-pose", "constant", {}),
     "zandvoort": ("track:zandvoort", "constant", {}),
+    # the catalog's paths with zero sideslip
+    "eight-zss": ("eight", "zero-sideslip", {}),
+    "eight-slow-zss": ("eight-slow", "zero-sideslip", {}),
+    "eight-medium-zss": ("eight-medium", "zero-sideslip", {}),
+    "eight-medium-plus-zss": ("eight-medium-plus", "zero-sideslip", {}),
+    "eight-fast-zss": ("eight-fast", "zero-sideslip", {}),
+    "circle-zss": ("circle", "zero-sideslip", {}),
+    "square-zss": ("square", "zero-sideslip", {}),
+    "zandvoort-zss": ("track:zandvoort", "zero-sideslip", {}),
     # agile, zero-sideslip, unseen
     "square-zss-1.2": ("square", "zero-sideslip", {"side": 3.0, "speed": 1.2, "corner_radius": 0.6}),
     "circle-zss-1.2": ("circle", "zero-sideslip", {"radius": 1.0, "w": 1.2}),
-    "zandvoort-zss-1.2-r0.6": ("track:zandvoort", "zero-sideslip", {"speed": 1.2, "min_radius": 0.6}),
-    "zandvoort-zss-1.2-r0.4": ("track:zandvoort", "zero-sideslip", {"speed": 1.2, "min_radius": 0.4}),
-    "zandvoort-zss-1.2": ("track:zandvoort", "zero-sideslip", {"speed": 1.2}),
-    # the paper's eights and others
-    "circle-zss": ("circle", "zero-sideslip", {}),
-    "eight-slow-zss": ("eight-slow", "zero-sideslip", {}),
+    "zandvoort-zss-1.2-r0.6": ("track:zandvoort", "zero-sideslip",
+                               {"track_size": 6.0, "speed": 1.2, "min_radius": 0.6}),
+    "zandvoort-zss-1.2-r0.4": ("track:zandvoort", "zero-sideslip",
+                               {"track_size": 6.0, "speed": 1.2, "min_radius": 0.4}),
+    "zandvoort-zss-1.2": ("track:zandvoort", "zero-sideslip",
+                          {"track_size": 6.0, "speed": 1.2, "min_radius": 0.3}),
+    # the paper's eights
     "eight-2.0": ("eight", "constant", {"ax": 2.0, "ay": 2.0, "w": 0.5}),
     "eight-2.5": ("eight", "constant", {"ax": 2.5, "ay": 2.5, "w": 0.5}),
     "eight-3.0": ("eight", "constant", {"ax": 3.0, "ay": 3.0, "w": 0.5}),
@@ -57,6 +72,8 @@ CASES = {
 GROUPS = {
     "catalog": ["eight", "eight-slow", "eight-medium", "eight-medium-plus", "eight-fast", "circle",
                 "square", "hover", "pose-to-pose", "zandvoort"],
+    "catalog-zss": ["eight-zss", "eight-slow-zss", "eight-medium-zss", "eight-medium-plus-zss",
+                    "eight-fast-zss", "circle-zss", "square-zss", "zandvoort-zss"],
     "agile": ["square-zss-1.2", "circle-zss-1.2", "zandvoort-zss-1.2-r0.6",
               "zandvoort-zss-1.2-r0.4", "zandvoort-zss-1.2"],
     "eights": ["eight-2.0", "eight-2.5", "eight-3.0", "eight-3.5"],
@@ -78,13 +95,19 @@ def solve_figures(planner) -> dict:
             "paced_plans": report.get("paced_plans", 0)}
 
 
-def compare(planners, cases, duration, uavs=None, config_path=None):
+def compare(planners, cases, duration, uavs=None, config_path=None, force=False):
     config = load_config(config_path, uavs=uavs)
     built = {name: make_planner(name, config) for name in planners}
     rows = []
     for case in cases:
         spec, orientation, options = CASES[case]
         reference = make_reference(spec, orientation=orientation, **options)
+        check = check_reference(reference, config, duration)
+        if not check.flyable and not force:
+            rows.append({"case": case, "planner": "-", "uavs": config.system.n_uavs,
+                         "status": "refused: " + "; ".join(e.message() for e in check.excesses)})
+            print(f"{case:24s} {rows[-1]['status']}", file=sys.stderr, flush=True)
+            continue
         for name, planner in built.items():
             result = run_episode(make_backend("embedded", config), planner, reference, duration)
             metrics = {k: result.metrics[k] for k in KEYS}
@@ -116,13 +139,17 @@ def main(argv=None):
     parser.add_argument("--uavs", type=int, default=None)
     parser.add_argument("--config", default=None)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--force", action="store_true", help="fly cases beyond the limits too")
     args = parser.parse_args(argv)
     rows = compare(args.planners.split(","), case_names(args.cases), args.duration, args.uavs,
-                   args.config)
+                   args.config, args.force)
     print("| case | planner | n | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) "
           "| max thrust | solve median/p99 (ms) | fallbacks (longest run) | status |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        if r["status"].startswith("refused"):
+            print(f"| {r['case']} | | {r['uavs']} | | | | | | | | {r['status']} |")
+            continue
         solve = (f"{r['solve_ms_median']:.1f} / {r['solve_ms_p99']:.1f}"
                  if "solve_ms_median" in r else "")
         fallback = (f"{r['fallback_plans']} ({r['longest_fallback_plans']})"

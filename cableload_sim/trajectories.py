@@ -52,7 +52,7 @@ from cableload_sim.rotations import (
 TRACKS_DIR = Path(__file__).resolve().parent / "tracks"
 """Folder of the shipped race-track centerlines, ``<name>_centerline.csv``."""
 
-ORIENTATION_MODES = ("constant", "zero-sideslip")
+ORIENTATION_MODES = ("constant", "zero-sideslip", "oscillating")
 
 SMOOTHSTEP = Polynomial([0, 0, 0, 0, 35, -84, 70, -20])
 """C^3 smoothstep on [0, 1]: 0 -> 1 with zero first, second and third derivatives at both ends."""
@@ -596,6 +596,14 @@ def _track_curve(path: str, file_stamp, track_size: float, min_radius: float) ->
     if size <= 0.0:
         raise UsageError(f"track: the points of '{path}' all coincide, got {raw[0].tolist()}")
     _check_loop_width(path, raw, track_size, min_radius)
+    return flyable_loop(raw, track_size, min_radius)
+
+
+def flyable_loop(raw: np.ndarray, track_size: float, min_radius: float) -> FourierLoopCurve:
+    """The closed curve through the points ``raw`` (N, 2), in order, with turns no tighter than
+    ``min_radius``, its bounding box centred and ``track_size`` across, parametrized by arc
+    length from the point nearest ``raw[0]``."""
+    centre, size = _bounding_box(raw)
     work = (raw - centre) * (track_size / size)  # near the final size, where min_radius applies
     length = np.sum(np.linalg.norm(work - np.roll(work, 1, axis=0), axis=1))
     harmonics = int(np.clip(round(length / (TRACK_FEATURE * min_radius)), 8, 64))
@@ -669,6 +677,23 @@ class ConstantYaw:
         return _yaw_attitude(zeros + self.yaw, zeros, zeros)
 
 
+class OscillatingYaw:
+    """The load yaws ``yaw0 + amplitude sin(2 pi frequency tau)`` along the path time tau, level:
+    an orientation that neither stays fixed nor follows the path."""
+
+    mode = "oscillating"
+
+    def __init__(self, yaw: float, amplitude: float, frequency_hz: float):
+        self.yaw, self.amplitude, self.frequency_hz = yaw, amplitude, frequency_hz
+
+    def attitude(self, phase, horizontal: Jet, warp: Jet) -> Attitude:
+        w = 2.0 * math.pi * self.frequency_hz
+        tau = warp.value
+        s, c = self.amplitude * np.sin(w * tau), self.amplitude * np.cos(w * tau)
+        yaw = compose(Jet(self.yaw + s, w * c, -(w**2) * s, -(w**3) * c), warp)
+        return _yaw_attitude(yaw.value, yaw.d1, yaw.d2)
+
+
 class ZeroSideslip:
     """The load's body x axis follows the path tangent (the horizontal velocity's direction), level.
 
@@ -678,11 +703,16 @@ class ZeroSideslip:
 
     mode = "zero-sideslip"
 
-    def __init__(self, curve: PlanarCurve):
+    def __init__(self, curve: PlanarCurve, rotation: float = 0.0):
         self.period = curve.period
+        self.rotation = rotation
+        self.heading = getattr(curve, "heading", None)
+        """The curve's own continuous heading (rad) of the phase, for open paths."""
+        if self.heading is not None:
+            return
         for n in 2 ** np.arange(10, 19):  # until neighbouring headings differ by well under pi
             self.grid = np.linspace(0.0, curve.period, n + 1)
-            self.unwrapped = np.unwrap(self._raw_heading(curve.jet(self.grid).d1))
+            self.unwrapped = np.unwrap(self._raw_heading(curve.jet(self.grid).d1)) + rotation
             if np.max(np.abs(np.diff(self.unwrapped))) < 0.3:
                 break
         laps_turned = round((self.unwrapped[-1] - self.unwrapped[0]) / (2.0 * math.pi))
@@ -694,6 +724,9 @@ class ZeroSideslip:
 
     def _continuous_heading(self, phase: np.ndarray, raw: np.ndarray) -> np.ndarray:
         """``raw`` heading (rad) moved by whole turns onto the branch of the table at ``phase``."""
+        if self.heading is not None:
+            nearby = self.heading(phase) + self.rotation
+            return raw + 2.0 * math.pi * np.round((nearby - raw) / (2.0 * math.pi))
         laps = np.floor(phase / self.period)
         table = np.interp(phase - laps * self.period, self.grid, self.unwrapped)
         nearby = table + laps * self.turn_per_lap
@@ -747,9 +780,12 @@ class LoopReference(LoadReference):
     """A closed planar curve flown at ``phase_rate`` after a smooth start, at a (possibly
     oscillating) height, with an orientation mode."""
 
-    def __init__(self, name, curve, phase_rate, height, orientation, ramp_s, options):
+    def __init__(self, name, curve, phase_rate, height, orientation, ramp_s, options,
+                 rotation: float = 0.0):
         self.name, self.curve, self.phase_rate = name, curve, phase_rate
         self.height, self.orientation, self.ramp_s = height, orientation, ramp_s
+        self.rotation = rotation
+        """The path is turned by this angle (rad) about the vertical through the origin."""
         self._options = dict(options)
 
     @property
@@ -761,6 +797,10 @@ class LoopReference(LoadReference):
         warp = time_warp(t, self.ramp_s)
         phase = self.phase_rate * warp.value
         horizontal = compose(self.curve.jet(phase), _linear_jet(phase, self.phase_rate))
+        if self.rotation:
+            turn = np.full(len(t), self.rotation)
+            horizontal = Jet(*(None if order is None else _rotate_planar(turn, order)
+                               for order in horizontal.orders))
         position = compose(_with_height(horizontal, self.height.jet(warp.value)), warp)
         attitude = self.orientation.attitude(phase, horizontal, warp)
         p, v, a, j = position.orders
@@ -930,6 +970,20 @@ def _unit_quaternion(value, option: str) -> np.ndarray:
     return quat_normalize(q)
 
 
+def _seed(spec, option, value, unit) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise UsageError(f"{spec}: option '{option}' must be a non-negative integer ({unit}), "
+                         f"got {value!r}")
+    return int(value)
+
+
+def _harmonics(spec, option, value, unit) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= 8:
+        raise UsageError(f"{spec}: option '{option}' must be an integer from 1 to 8 ({unit}), "
+                         f"got {value!r}")
+    return int(value)
+
+
 def _pose(spec, option, value, unit) -> list[float]:
     return [float(c) for c in _vector(value, 6, option, unit, spec)]
 
@@ -954,7 +1008,14 @@ _PATH_OPTIONS = {
     "z_amplitude": Option(0.0, "m", "amplitude of the height oscillation", _non_negative),
     "z_frequency": Option(0.1, "Hz", "frequency of the height oscillation", _non_negative),
     "ramp_s": Option(3.0, "s", "duration of the smooth start from rest"),
-    "yaw_deg": Option(0.0, "deg", "load yaw, orientation 'constant' only", _finite),
+    "yaw_deg": Option(0.0, "deg", "load yaw (mean yaw with 'oscillating'); not with "
+                                  "'zero-sideslip'", _finite),
+    "yaw_amplitude_deg": Option(30.0, "deg", "orientation 'oscillating': amplitude of the yaw",
+                                _non_negative),
+    "yaw_frequency": Option(0.05, "Hz", "orientation 'oscillating': frequency of the yaw",
+                            _non_negative),
+    "rotate_deg": Option(0.0, "deg", "the whole path turned about the vertical through the "
+                                     "origin", _finite),
 }
 
 _EIGHT_PRESETS = MappingProxyType(
@@ -980,22 +1041,29 @@ def _resolve_options(spec: str, schema: dict, given: dict) -> dict:
 def _orientation_mode(spec: str, orientation: str, options: dict, curve: PlanarCurve):
     if orientation == "constant":
         return ConstantYaw(math.radians(options["yaw_deg"]))
+    if orientation == "oscillating":
+        return OscillatingYaw(math.radians(options["yaw_deg"]),
+                              math.radians(options["yaw_amplitude_deg"]), options["yaw_frequency"])
     if options["yaw_deg"] != 0.0:
         raise UsageError(
-            f"{spec}: option 'yaw_deg' applies to orientation 'constant' only, "
+            f"{spec}: option 'yaw_deg' applies to orientations 'constant' and 'oscillating', "
             f"got {options['yaw_deg']!r} with orientation {orientation!r}"
         )
-    return ZeroSideslip(curve)
+    return ZeroSideslip(curve, math.radians(options["rotate_deg"]))
 
 
 def _path(spec, orientation, options, curve, phase_rate, shown) -> LoopReference:
     """A looped reference from its curve and the options shared by all paths."""
     height = VerticalMotion(options["z"], options["z_amplitude"], options["z_frequency"])
     mode = _orientation_mode(spec, orientation, options, curve)
-    shown = shown | {k: options[k] for k in ("z", "z_amplitude", "z_frequency", "ramp_s")}
-    if orientation == "constant":
+    shown = shown | {k: options[k] for k in ("z", "z_amplitude", "z_frequency", "ramp_s",
+                                              "rotate_deg")}
+    if orientation != "zero-sideslip":
         shown["yaw_deg"] = options["yaw_deg"]
-    return LoopReference(spec, curve, phase_rate, height, mode, options["ramp_s"], shown)
+    if orientation == "oscillating":
+        shown |= {k: options[k] for k in ("yaw_amplitude_deg", "yaw_frequency")}
+    return LoopReference(spec, curve, phase_rate, height, mode, options["ramp_s"], shown,
+                         math.radians(options["rotate_deg"]))
 
 
 def _build_eight(spec, orientation, options):
@@ -1047,6 +1115,34 @@ def _build_track(spec, orientation, options):
     shown = {"track_file": str(path), "track_size": size, "speed": options["speed"]}
     shown |= {"min_radius": min_radius, "length_m": curve.period}
     shown["min_turn_radius_m"] = curve.smallest_turn_radius
+    return _path(spec, orientation, options, curve, options["speed"], shown)
+
+
+@functools.lru_cache(maxsize=32)
+def _random_loop_curve(seed: int, harmonics: int, size: float, min_radius: float):
+    from cableload_sim.random_paths import random_loop_points
+
+    return flyable_loop(random_loop_points(seed, harmonics), size, min_radius)
+
+
+def _build_loop(spec, orientation, options):
+    size, min_radius = options["size"], options["min_radius"]
+    if not min_radius <= size / 6.0:
+        # a loop stretched to half its size across must still hold a U-turn of 2 min_radius
+        raise UsageError(f"{spec}: option 'min_radius' must be at most size/6 = {size / 6.0:.3g} "
+                         f"(m), got {min_radius!r}")
+    curve = _random_loop_curve(options["seed"], options["harmonics"], size, min_radius)
+    shown = {k: options[k] for k in ("seed", "harmonics", "size", "speed", "min_radius")}
+    shown |= {"length_m": curve.period, "min_turn_radius_m": curve.smallest_turn_radius}
+    return _path(spec, orientation, options, curve, options["speed"], shown)
+
+
+def _build_wander(spec, orientation, options):
+    from cableload_sim.random_paths import WanderCurve
+
+    curve = WanderCurve(options["seed"], options["min_radius"], options["turn_scale"],
+                        options["length"])
+    shown = {k: options[k] for k in ("seed", "speed", "min_radius", "turn_scale", "length")}
     return _path(spec, orientation, options, curve, options["speed"], shown)
 
 
@@ -1124,6 +1220,35 @@ _KINDS = MappingProxyType(
                 **_PATH_OPTIONS,
             },
             _build_track,
+        ),
+        "loop": ReferenceKind(
+            "random smooth closed path (seeded): a star-shaped outline of a few harmonics, "
+            "stretched, turned, either way round, with turns no tighter than min_radius, "
+            "scaled to size and flown at constant speed",
+            {
+                "seed": Option(0, "-", "which random loop", _seed),
+                "harmonics": Option(4, "-", "detail of the outline, 1 (an ellipse) to 8",
+                                    _harmonics),
+                "size": Option(6.0, "m", "larger side of the bounding box"),
+                "speed": Option(1.0, "m/s", "constant speed after the ramp"),
+                "min_radius": Option(0.5, "m", "smallest turn radius"),
+                **_PATH_OPTIONS,
+            },
+            _build_loop,
+        ),
+        "wander": ReferenceKind(
+            "random smooth open path (seeded) from the origin, its curvature a sum of sines "
+            "bounded by 1 / min_radius, flown at constant speed; it never closes",
+            {
+                "seed": Option(0, "-", "which random path", _seed),
+                "speed": Option(1.0, "m/s", "constant speed after the ramp"),
+                "min_radius": Option(1.0, "m", "smallest turn radius"),
+                "turn_scale": Option(6.0, "m", "typical length over which the curvature "
+                                               "changes (times 0.5 to 2)"),
+                "length": Option(100.0, "m", "the length checks cover (the path goes on)"),
+                **_PATH_OPTIONS,
+            },
+            _build_wander,
         ),
         "hover": ReferenceKind(
             "hold a fixed position and yaw",
@@ -1204,7 +1329,7 @@ def reference_catalog() -> list[dict]:
     for preset, values in _EIGHT_PRESETS.items():
         words = ", ".join(f"{k}={v}" for k, v in values.items())
         entries.append(_catalog_entry(preset, _KINDS["eight"], f"figure eight ({words})"))
-    for name in ("circle", "square", "hover", "pose-to-pose"):
+    for name in ("circle", "square", "loop", "wander", "hover", "pose-to-pose"):
         entries.append(_catalog_entry(name, _KINDS[name], _KINDS[name].description))
     track = _KINDS["track"]
     for name in [*_shipped_tracks(), "track:PATH"]:
