@@ -76,7 +76,14 @@ def build_reference(args):
 def load_cli_config(args):
     from cableload_sim.params import load_config
 
-    return load_config(args.config, uavs=args.uavs)
+    return load_config(args.config, uavs=args.uavs, overrides=getattr(args, "set", None) or ())
+
+
+def _add_set(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
+                   help="replace one value of the --config file before it is checked, in TOML "
+                        "syntax; repeatable, e.g. --set link.enabled=true --set "
+                        "load.size=[0.5,0.4,0.1]")
 
 
 def json_safe(value):
@@ -158,11 +165,31 @@ def cmd_check_reference(args) -> int:
     return 0 if check.flyable else 1
 
 
+def cmd_sample_references(args) -> int:
+    """``trajectories --sample CONFIG --out DIR``: draw references from a distribution."""
+    from learners.distribution import load_distribution, preview
+
+    if args.out is None:
+        raise CliError("--sample: expected --out DIR for the preview")
+    if args.count < 1:
+        raise CliError(f"--count: expected at least 1, got {args.count}")
+    duration = 20.0 if args.duration is None else args.duration
+    distribution = load_distribution(args.sample)
+    specs = distribution.sample(args.seed, args.count, load_cli_config(args), duration)
+    for path in preview(specs, duration, args.out):
+        print(path)
+    if args.json:
+        print_json([spec.as_dict() for spec in specs])
+    return 0
+
+
 def cmd_trajectories(args) -> int:
     from cableload_sim.trajectories import reference_catalog
 
     if args.check is not None:
         return cmd_check_reference(args)
+    if args.sample is not None:
+        return cmd_sample_references(args)
     catalog = reference_catalog()
     if args.json:
         print(json.dumps(json_safe(catalog), indent=2, default=str, allow_nan=False))
@@ -254,7 +281,7 @@ def cmd_metrics(args) -> int:
     from cableload_sim.runlog import metrics_from_bag
 
     system = None
-    if args.config is not None or args.uavs is not None:
+    if args.config is not None or args.uavs is not None or args.set:
         system = load_cli_config(args).system
     metrics = metrics_from_bag(args.bag, system)
     if args.json:
@@ -309,6 +336,8 @@ def cmd_train(args) -> int:
     path = args.config or str(SHIPPED_POLICY.parent.parent / "configs" /
                               "paper-eight-medium.toml")
     config = load_train_config(path)
+    if args.set:
+        config = _train_config_with(path, config, args.set)
     summary = train(config, args.out, resume=args.resume, executor=args.executor,
                     address=args.address, progress=not args.json, force=args.force,
                     warn=_warn)
@@ -321,6 +350,23 @@ def cmd_train(args) -> int:
               f"{last.get('eval_rmse_position_m', float('nan')):.4g} m; policy in "
               f"{args.out}/policy, summary plot {args.out}/training_summary.png")
     return 0
+
+
+def _train_config_with(path, config, overrides):
+    """The training configuration of ``path`` with ``overrides`` (``--set``), checked as the
+    file is; a relative ``system_config`` set here is relative to the working folder."""
+    import dataclasses
+    from pathlib import Path
+
+    from cableload_sim.params import build_with_overrides, read_toml
+    from learners.config import train_config_from_dict
+
+    data = read_toml(Path(path), "training config")
+    changed = build_with_overrides(data, overrides,
+                                   lambda d: train_config_from_dict(d, str(path)))
+    if changed.system_config == data.get("system_config", "paper"):
+        return dataclasses.replace(changed, system_config=config.system_config)
+    return changed
 
 
 def cmd_world(args) -> int:
@@ -383,6 +429,8 @@ def _uav_list(text: str) -> list[int]:
 
 def cmd_bench(args) -> int:
     if args.what == "sim":
+        if args.set:
+            raise CliError("--set: `bench sim` reads --config only; give it a TOML file")
         from cableload_sim.bench import bench_sim
 
         uavs = _uav_list(args.uavs)[0] if args.uavs is not None else None
@@ -394,7 +442,7 @@ def cmd_bench(args) -> int:
         from backends.session import bench_teacher
 
         uavs = _uav_list(args.uavs if args.uavs is not None else "3,4,5,6")
-        figures = bench_teacher(uavs, args.duration, args.trajectory, args.config)
+        figures = bench_teacher(uavs, args.duration, args.trajectory, args.config, args.set)
     else:
         raise CliError(f"unknown benchmark {args.what!r}; expected: sim, teacher")
     if args.json:
@@ -488,8 +536,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check one reference (with the options below): its peak speed, "
                         "acceleration, jerk, and the thrust, tilt and cable tensions it needs; "
                         "exit status 1 when beyond the limits")
+    p.add_argument("--sample", default=None, metavar="CONFIG",
+                   help="draw references from the [references] table of CONFIG (a training "
+                        "config) and write a preview into --out")
+    p.add_argument("--out", default=None, metavar="DIR", help="with --sample: output folder")
+    p.add_argument("--count", type=int, default=8, help="with --sample: how many")
+    p.add_argument("--seed", type=int, default=0, help="with --sample: seed of the draws")
     p.add_argument("--duration", type=float, default=None,
-                   help="with --check: seconds to check (default: the smooth start and one lap)")
+                   help="seconds to check (--check; default: the smooth start and one lap) or "
+                        "to draw (--sample; default 20)")
     p.add_argument("--orientation", default="constant", choices=["constant", "zero-sideslip"])
     p.add_argument("--track-size", type=float, default=None, help="track:... larger side (m)")
     p.add_argument("--speed", type=float, default=None, help="track/square speed (m/s)")
@@ -614,6 +669,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_policy(p)
     _add_pilot_queue(p)
     p.set_defaults(func=cmd_node)
+    for command in sub.choices.values():  # every command that reads a --config takes --set
+        if "--config" in command._option_string_actions:
+            _add_set(command)
     return parser
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cableload_sim.errors import UsageError
 from cableload_sim.params import ConfigError, read_config_text
+from learners.distribution import ReferenceDistribution, distribution_from_table
 from learners.network import NetworkConfig
 
 MIN_EPISODE_S = 1.0
@@ -61,6 +62,11 @@ class DaggerConfig:
     ``eval_s`` is 0) or ``last``."""
     seed: int = 0
     """Seeds everything: episode choices, disturbances, beta draws, initialization, batches."""
+    validation_seed: int = 1_000_003
+    """With ``[references]``: seed of the held-out references the student-only evaluation
+    flies after each round (the same every round; training draws never use it)."""
+    validation_episodes: int = 4
+    """With ``[references]``: how many held-out references each evaluation flies."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,9 @@ class TrainConfig:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     system_config: str = "paper"
     """``paper`` for the shipped paper setup, or a path to a system TOML."""
+    references: ReferenceDistribution | None = None
+    """``[references]``: episodes fly references drawn from this distribution instead of
+    ``dagger.trajectories``, and the evaluation flies held-out draws."""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -161,6 +170,10 @@ def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
         ("training.train_nodes", config.training.train_nodes,
          1 <= config.training.train_nodes <= 21, "between 1 and 21"),
         ("dagger.seed", d.seed, d.seed >= 0, ">= 0"),
+        ("dagger.validation_seed", d.validation_seed,
+         d.validation_seed >= 0 and d.validation_seed != d.seed, ">= 0 and not dagger.seed"),
+        ("dagger.validation_episodes", d.validation_episodes, d.validation_episodes >= 1,
+         "at least 1"),
     ]
     for name, value, ok, expected in checks:
         if not ok:
@@ -191,6 +204,8 @@ def check_references_flyable(config: TrainConfig, system_config, force: bool = F
     from cableload_sim.trajectories import make_reference
 
     d = config.dagger
+    if config.references is not None:
+        return  # every draw is checked as it is drawn
     orientations = ("constant", "zero-sideslip") if d.orientation == "both" else (d.orientation,)
     duration = max(d.episode_s, d.eval_s)
     for name in d.trajectories:
@@ -200,7 +215,7 @@ def check_references_flyable(config: TrainConfig, system_config, force: bool = F
 
 
 def train_config_from_dict(data: dict, source: str = "train config") -> TrainConfig:
-    allowed = {"network", "dagger", "training", "system_config"}
+    allowed = {"network", "dagger", "training", "system_config", "references"}
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise ConfigError(f"{source}: unknown key {unknown[0]!r}; expected one of {sorted(allowed)}")
@@ -212,7 +227,12 @@ def train_config_from_dict(data: dict, source: str = "train config") -> TrainCon
         dagger=_build(DaggerConfig, f"{source}:dagger", data.get("dagger", {})),
         training=_build(TrainingConfig, f"{source}:training", data.get("training", {})),
         system_config=system,
+        references=None if "references" not in data else distribution_from_table(
+            data["references"], f"{source}:references"),
     )
+    if config.references is not None and "trajectories" in data.get("dagger", {}):
+        raise ConfigError(f"{source}: give either dagger.trajectories (named references) or a "
+                          "[references] table (a distribution), not both")
     return validate(config, source)
 
 

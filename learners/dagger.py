@@ -31,6 +31,7 @@ from cableload_sim.errors import CableloadError, OutputExistsError, ResourceErro
 from cableload_sim.horizon import N_NODES
 from cableload_sim.resources import available_memory, gigabytes
 from learners.config import TrainConfig, check_references_flyable, validate
+from learners.distribution import ReferenceSpec
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
 from learners.network import StudentNet
 from learners.store import RunStore, atomic_write_bytes
@@ -118,6 +119,8 @@ class EpisodeTask:
     disturbance: tuple[float, float] | None
     policy: bytes | None  # checkpoint bytes of the current student, None before training
     seed: int
+    options: dict | None = None
+    """Options of the reference (``make_reference``), e.g. of a drawn one."""
 
 
 _WORKER_CACHE: dict = {}
@@ -159,7 +162,8 @@ def collect_episode(task: EpisodeTask) -> dict:
     student = StudentPlanner.from_config(config, policy, history)
     rng = np.random.default_rng(task.seed)
     planner = DaggerPlanner(_teacher(task.system_config), student, task.beta, rng)
-    reference = make_reference(task.trajectory, orientation=task.orientation)
+    reference = make_reference(task.trajectory, orientation=task.orientation,
+                               **(task.options or {}))
     p0, q0 = reference.start_pose()
     jitter = task.config["dagger"]["start_jitter_m"]
     p0 = p0 + rng.uniform(-jitter, jitter, size=3)
@@ -171,6 +175,7 @@ def collect_episode(task: EpisodeTask) -> dict:
                          divergence_distance=config.simulation.divergence_distance_m)
     arrays = planner.arrays(task.episode)
     return {"arrays": arrays, "status": result.status.value,
+            "reference": f"{task.trajectory} ({task.orientation})",
             "rmse_position_m": result.metrics["rmse_position_m"],
             "student_decisions": planner.student_decisions,
             "wall_s": time.perf_counter() - start, "episode": task.episode}
@@ -378,8 +383,11 @@ def _check_dataset_fits(config: TrainConfig, system_config) -> None:
             "or fewer episodes")
 
 
-def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng) -> tuple[str, str]:
+def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng,
+                  system_config) -> ReferenceSpec:
     d = config.dagger
+    if config.references is not None:
+        return config.references.draw(rng, system_config, d.episode_s)
     if d.trajectory_order == "alternate":
         trajectory = d.trajectories[(round_index * d.episodes_per_round + episode)
                                     % len(d.trajectories)]
@@ -388,24 +396,42 @@ def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng) -> t
     orientation = d.orientation
     if orientation == "both":
         orientation = ("constant", "zero-sideslip")[int(rng.integers(2))]
-    return trajectory, orientation
+    return ReferenceSpec(trajectory, orientation)
 
 
-def _evaluate(net: StudentNet, config: TrainConfig, system_config) -> dict:
+def validation_references(config: TrainConfig, system_config) -> list[ReferenceSpec]:
+    """What the student-only evaluation after each round flies: held-out draws of the
+    distribution (``dagger.validation_seed``), or the first named trajectory."""
+    d = config.dagger
+    if config.references is not None:
+        return config.references.sample(d.validation_seed, d.validation_episodes, system_config,
+                                        d.eval_s)
+    orientation = "constant" if d.orientation == "both" else d.orientation
+    return [ReferenceSpec(d.trajectories[0], orientation)]
+
+
+def _evaluate(net: StudentNet, config: TrainConfig, system_config,
+              references: list[ReferenceSpec]) -> dict:
+    """The student alone on each validation reference: mean RMSE, worst status."""
     from backends import make_backend
     from backends.runner import run_episode
-    from cableload_sim.trajectories import make_reference
 
     d = config.dagger
-    orientation = "constant" if d.orientation == "both" else d.orientation
-    reference = make_reference(d.trajectories[0], orientation=orientation)
     student = StudentPlanner.from_config(system_config, TorchPolicy(net), net.config.history)
-    result = run_episode(make_backend("embedded", system_config), student, reference, d.eval_s,
-                         collision_distance=system_config.simulation.collision_distance_m,
-                         divergence_distance=system_config.simulation.divergence_distance_m)
-    return {"eval_rmse_position_m": result.metrics["rmse_position_m"],
-            "eval_rmse_orientation_deg": result.metrics["rmse_orientation_deg"],
-            "eval_status": result.status.value}
+    positions, orientations, statuses = [], [], []
+    for spec in references:
+        result = run_episode(make_backend("embedded", system_config), student, spec.build(),
+                             d.eval_s,
+                             collision_distance=system_config.simulation.collision_distance_m,
+                             divergence_distance=system_config.simulation.divergence_distance_m)
+        positions.append(result.metrics["rmse_position_m"])
+        orientations.append(result.metrics["rmse_orientation_deg"])
+        statuses.append(result.status.value)
+    failed = [status for status in statuses if status != "completed"]
+    return {"eval_rmse_position_m": float(np.mean(positions)),
+            "eval_rmse_orientation_deg": float(np.mean(orientations)),
+            "eval_status": failed[0] if failed else "completed",
+            "eval_completed": len(statuses) - len(failed)}
 
 
 def learning_rate(config: TrainConfig, round_index: int) -> float:
@@ -457,6 +483,7 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
         optimizer.load_state_dict(data["optimizer"])
         first = last + 1
     summary = [row for row in store.read_summary() if row["round"] < first]
+    validation = validation_references(config, system_config) if d.eval_s > 0 else []
     pool = make_executor(executor, config.training.workers, address)
     beta = betas(d.rounds)
     completed_now = 0
@@ -472,15 +499,16 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                 policy = None if k == 0 else checkpoint_bytes(net)
                 tasks = []
                 for e in range(d.episodes_per_round):
-                    trajectory, orientation = _episode_plan(config, k, e, rng)
+                    spec = _episode_plan(config, k, e, rng, system_config)
                     disturbed = k >= d.rounds - d.disturbance_rounds
                     tasks.append(EpisodeTask(
                         config=resolved, system_config=config.system_config, round_index=k,
-                        episode=e, beta=float(beta[k]), trajectory=trajectory,
-                        orientation=orientation,
+                        episode=e, beta=float(beta[k]), trajectory=spec.name,
+                        orientation=spec.orientation,
                         disturbance=(d.disturbance_force, d.disturbance_torque) if disturbed
                         else None,
-                        policy=policy, seed=int(rng.integers(2**31))))
+                        policy=policy, seed=int(rng.integers(2**31)),
+                        options=dict(spec.options)))
                 collected = pool.map(collect_episode, tasks)
                 shard = {key: np.concatenate([c["arrays"][key] for c in collected])
                          for key in collected[0]["arrays"]}
@@ -507,11 +535,13 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             t_train = time.perf_counter() - t_round - t_collect
             row = {"round": k, "beta": float(beta[k]), "samples": int(len(data["t"])),
                    "loss": loss, "collect_s": t_collect, "train_s": t_train,
-                   "episodes": [{k2: c[k2] for k2 in ("status", "rmse_position_m",
+                   "episodes": [{k2: c[k2] for k2 in ("reference", "status", "rmse_position_m",
                                                       "student_decisions", "wall_s")}
                                 for c in collected] if collected else "reused"}
             if d.eval_s > 0:
-                row.update(_evaluate(net, config, system_config))
+                t_eval = time.perf_counter()
+                row.update(_evaluate(net, config, system_config, validation))
+                row["eval_wall_s"] = time.perf_counter() - t_eval
             save_checkpoint_with_optimizer(store, k, net, optimizer, resolved)
             summary.append(row)
             store.write_summary(summary)
@@ -530,7 +560,9 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
         check_finite_weights(net)
         row = next(r for r in summary if r["round"] == chosen)
         export_policy(net, Path(out_dir) / "policy", system=system_config.system,
-                      info={"trained_on": list(d.trajectories), "orientation": d.orientation,
+                      info={"trained_on": (list(d.trajectories) if config.references is None
+                                           else "references"),
+                            "orientation": d.orientation,
                             "rounds": d.rounds, "epochs": d.epochs, "selected_round": chosen,
                             "selection": d.select, "samples": row["samples"],
                             **{k: row[k] for k in row if k.startswith("eval_")}})

@@ -1,0 +1,120 @@
+"""The distribution of training references: seeded, flyable with margin, every family and
+orientation drawn, previewable, and a config with a bad value refused naming it."""
+
+from __future__ import annotations
+
+import collections
+import json
+
+import pytest
+
+from cableload_sim.cli import main
+from cableload_sim.feasibility import check_reference
+from cableload_sim.params import ConfigError
+from learners.distribution import (
+    FAMILIES,
+    ORIENTATIONS,
+    ReferenceDistribution,
+    ReferenceSpec,
+    distribution_from_table,
+)
+
+
+def test_same_seed_same_references_other_seed_others(paper_config):
+    d = ReferenceDistribution()
+    first = [s.as_dict() for s in d.sample(7, 6, paper_config, 20.0)]
+    assert first == [s.as_dict() for s in d.sample(7, 6, paper_config, 20.0)]
+    assert first != [s.as_dict() for s in d.sample(8, 6, paper_config, 20.0)]
+
+
+def test_every_draw_is_flyable_within_the_thrust_share_and_rebuilds_from_json(paper_config):
+    d = ReferenceDistribution(thrust_share=0.8)
+    specs = d.sample(1, 24, paper_config, 20.0)
+    names = collections.Counter(s.name for s in specs)
+    orientations = collections.Counter(s.orientation for s in specs)
+    assert set(names) == set(FAMILIES) and set(orientations) == set(ORIENTATIONS)
+    for spec in specs:
+        again = ReferenceSpec.from_dict(json.loads(json.dumps(spec.as_dict())))
+        check = check_reference(again.build(), paper_config, 20.0)
+        assert check.flyable and check.thrust.value <= 0.8 * check.limits["thrust_N"]
+
+
+def test_speed_range_is_respected(paper_config):
+    d = ReferenceDistribution(families={"loop": 1.0, "square": 1.0}, speed=(0.5, 0.6))
+    for spec in d.sample(2, 10, paper_config, 20.0):
+        assert 0.5 <= spec.options["speed"] <= 0.6
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"families": {"spiral": 1.0}}, r"references.families: unknown 'spiral'"),
+    ({"families": {"eight": -1.0}}, r"references.families: expected non-negative weights"),
+    ({"orientations": {"constant": 0.0}}, r"at least one positive weight"),
+    ({"speed": [1.5, 0.3]}, r"references.speed: expected \[low, high\] with 0 <= low <= high"),
+    ({"speed": [0.0, 1.0]}, r"references.speed: expected a positive low end"),
+    ({"size": "big"}, r"references.size: expected \[low, high\], got 'big'"),
+    ({"thrust_share": 1.5}, r"references.thrust_share: expected a share in \(0, 1\]"),
+    ({"colour": 1}, r"references: unknown key 'colour'"),
+])
+def test_bad_tables_are_refused_naming_the_value(table, message):
+    with pytest.raises(ConfigError, match=message):
+        distribution_from_table(table)
+
+
+def test_an_impossible_distribution_says_so(paper_config):
+    d = ReferenceDistribution(families={"circle": 1.0}, orientations={"zero-sideslip": 1.0},
+                              speed=(6.0, 6.0), size=(2.0, 2.0), max_redraws=3)
+    with pytest.raises(ConfigError, match="no flyable reference in 3 draws"):
+        d.draw(__import__("numpy").random.default_rng(0), paper_config, 20.0)
+
+
+def test_sample_preview_on_the_command_line(tmp_path, capsys):
+    config = tmp_path / "train.toml"
+    config.write_text("[references]\nspeed = [0.3, 1.0]\n")
+    out = tmp_path / "preview"
+    assert main(["trajectories", "--sample", str(config), "--out", str(out), "--count", "3",
+                 "--seed", "4", "--json"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    listing = json.loads((out / "references.json").read_text())
+    assert len(listing) == 3 and json.loads(printed[-1]) == listing
+    assert (out / "references.png").stat().st_size > 10_000
+    config.write_text("[dagger]\nrounds = 2\n")
+    assert main(["trajectories", "--sample", str(config), "--out", str(out)]) == 2
+    assert "no [references] table" in capsys.readouterr().err
+
+
+TINY = {
+    "network": {"history": 4, "channels": 8, "stream_features": 8, "latent": 16,
+                "decoder_hidden": 16, "decoder_layers": 2},
+    "dagger": {"rounds": 2, "epochs": 1, "episodes_per_round": 2, "episode_s": 3.0,
+               "eval_s": 2.0, "validation_episodes": 2, "seed": 5},
+    "training": {"batch_size": 64, "workers": 1},
+    "references": {"speed": [0.3, 0.8]},
+}
+
+
+def test_dagger_flies_draws_and_validates_on_held_out_ones(tmp_path, paper_config):
+    from learners.config import train_config_from_dict
+    from learners.dagger import train, validation_references
+
+    config = train_config_from_dict(TINY)
+    summary = train(config, tmp_path / "run", progress=False)["rounds"]
+    flown = [e["reference"] for row in summary for e in row["episodes"]]
+    assert len(flown) == 4 and len(set(flown)) >= 2  # drawn, not one named trajectory
+    assert all(row["eval_completed"] == 2 for row in summary)
+    assert all(row["eval_wall_s"] > 0.0 for row in summary)
+    validation = [s.as_dict() for s in validation_references(config, paper_config)]
+    training = [config.references.draw(__import__("numpy").random.default_rng([5, k]),
+                                       paper_config, 3.0).as_dict() for k in range(2)]
+    assert not any(v == t for v in validation for t in training)
+    assert (tmp_path / "run" / "policy").is_dir()
+
+
+def test_named_trajectories_and_a_distribution_together_are_refused():
+    from learners.config import train_config_from_dict
+
+    with pytest.raises(ConfigError, match="give either dagger.trajectories"):
+        train_config_from_dict({"dagger": {"trajectories": ["eight-slow"]},
+                                "references": {}})
+    with pytest.raises(ConfigError, match="dagger.validation_seed: expected >= 0 and not "
+                                          "dagger.seed"):
+        train_config_from_dict({"dagger": {"seed": 3, "validation_seed": 3}, "references": {}})
