@@ -85,7 +85,9 @@ class DaggerPlanner:
         near = np.linalg.norm(state.load_p - reference.sample(state.t).p[0]) < self.record_within
         for i, (e, label) in enumerate(zip(encoded, labels)):
             if near and e.is_finite() and label.is_finite():
-                target = np.hstack([label.p - e.origin, label.body_rates, label.v, label.a])
+                target = np.hstack([e.to_frame(label.p - e.origin),
+                                    e.to_frame(label.body_rates), e.to_frame(label.v),
+                                    e.to_frame(label.a)])
                 self.records.append((e.ego, e.load, e.ref, e.prior, target, state.t, i))
         if self.beta > 0.0 and self.rng.random() < self.beta:
             self.student_decisions += 1
@@ -159,7 +161,8 @@ def collect_episode(task: EpisodeTask) -> dict:
         policy = TorchPolicy(network_from_checkpoint(data, f"round {task.round_index} policy"))
     else:
         policy = _never_called
-    student = StudentPlanner.from_config(config, policy, history)
+    student = StudentPlanner.from_config(config, policy, history,
+                                         frame=task.config["network"]["frame"])
     rng = np.random.default_rng(task.seed)
     planner = DaggerPlanner(_teacher(task.system_config), student, task.beta, rng)
     reference = make_reference(task.trajectory, orientation=task.orientation,
@@ -417,7 +420,8 @@ def _evaluate(net: StudentNet, config: TrainConfig, system_config,
     from backends.runner import run_episode
 
     d = config.dagger
-    student = StudentPlanner.from_config(system_config, TorchPolicy(net), net.config.history)
+    student = StudentPlanner.from_config(system_config, TorchPolicy(net), net.config.history,
+                                         frame=net.config.frame)
     positions, orientations, statuses = [], [], []
     for spec in references:
         result = run_episode(make_backend("embedded", system_config), student, spec.build(),

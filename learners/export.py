@@ -320,6 +320,7 @@ def student_planner(config, policy: str | Path | None = None, runtime: str = "to
     from planners.student import StudentPlanner
 
     policy_dir = Path(policy) if policy is not None else SHIPPED_POLICY
-    callable_policy, history, _ = load_policy(policy_dir, runtime)
+    callable_policy, history, data = load_policy(policy_dir, runtime)
     check_policy_system(read_policy_info(policy_dir), config.system, policy_dir)
-    return StudentPlanner.from_config(config, callable_policy, history)
+    frame = data.get("network", {}).get("frame", "world")
+    return StudentPlanner.from_config(config, callable_policy, history, frame=frame)

@@ -66,6 +66,9 @@ class NetworkConfig:
     """Hidden layers of the decoder."""
     residual: bool = True
     """Plan relative to the formation prior (and see it as input), or from scratch."""
+    frame: str = "world"
+    """Axes of the inputs and outputs (``planners.student.FRAMES``): ``world`` or
+    ``load-yaw`` (turning with the load's yaw: equivariant to yaw)."""
 
     def __post_init__(self):
         if self.decoder not in ("pinn", "mlp"):
@@ -75,6 +78,8 @@ class NetworkConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        if self.frame not in ("world", "load-yaw"):
+            raise ValueError(f"frame: expected 'world' or 'load-yaw', got {self.frame!r}")
         if not isinstance(self.residual, bool):
             raise ValueError(f"residual: expected true or false, got {self.residual!r}")
 

@@ -30,16 +30,17 @@ output that is non-finite or out of bounds gives the previous plan shifted, or a
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from cableload_sim.horizon import N_NODES, node_times
 from cableload_sim.params import Config, SystemParams
-from cableload_sim.rotations import quat_to_6d
+from cableload_sim.rotations import quat_to_6d, quat_to_matrix
 from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
 from planners.formation import FormationPlanner
@@ -65,6 +66,17 @@ class EncodedObservation:
     prior: np.ndarray
     origin: np.ndarray  # the quadrotor's own position at planning time (world)
     t: float
+    axes: np.ndarray = field(default_factory=lambda: np.eye(3))
+    """World components of the frame's axes (columns): vectors in the features are
+    ``axes.T @ world``; the identity in the ``world`` frame."""
+
+    def to_world(self, vectors: np.ndarray) -> np.ndarray:
+        """Frame vectors (..., 3) in world components."""
+        return vectors @ self.axes.T
+
+    def to_frame(self, vectors: np.ndarray) -> np.ndarray:
+        """World vectors (..., 3) in frame components."""
+        return vectors @ self.axes
 
     def is_finite(self) -> bool:
         return bool(np.isfinite(self.ego).all() and np.isfinite(self.load).all()
@@ -76,6 +88,40 @@ class EncodedObservation:
 # arrives; positions (these columns) move to the load-attached frame at each decision
 _EGO_POSITIONS = (slice(0, 3), slice(15, 18))
 _LOAD_POSITIONS = (slice(0, 3), slice(9, 12))
+# the columns holding world vectors (positions, velocities, accelerations, jerks, the columns of
+# 6D attitudes): turned into the frame's axes. The quadrotors' body rates (their own and the
+# prior's) are turned too: the quadrotors head along world +x, so their body axes are the
+# world's axes tilted, and their body rates turn with the scene to first order in the tilt. The
+# load's body rates are in the load's frame, which turns with the scene: they stay.
+_EGO_VECTORS = (0, 3, 6, 9, 12, 15)
+_LOAD_VECTORS = (0, 3, 6, 9)
+_REF_VECTORS = (0, 3, 6, 9, 12)
+_PRIOR_VECTORS = (0, 3, 6, 9, 12)
+
+FRAMES = ("world", "load-yaw")
+"""Axes of the policy's inputs and outputs (the origin is the load's position either way):
+``world`` keeps the world's axes (a student must learn every heading of travel and every load
+yaw); ``load-yaw`` turns them with the load's yaw at planning time (x along the load's heading,
+z up), which makes the policy equivariant to yaw."""
+
+
+def frame_axes(frame: str, load_q: np.ndarray) -> np.ndarray:
+    """(3, 3) world components of the frame's axes at a load attitude ``load_q``."""
+    if frame == "world":
+        return np.eye(3)
+    if frame != "load-yaw":
+        raise ValueError(f"frame: expected one of {FRAMES}, got {frame!r}")
+    heading = quat_to_matrix(load_q)[:, 0]
+    yaw = math.atan2(heading[1], heading[0])
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _turned(features: np.ndarray, columns, axes: np.ndarray) -> np.ndarray:
+    out = features.copy()
+    for c in columns:
+        out[..., c:c + 3] = features[..., c:c + 3] @ axes
+    return out
 
 
 def _ego_world(obs: LocalObservation) -> np.ndarray:
@@ -97,10 +143,13 @@ def _in_load_frame(rows: list[np.ndarray], columns, load_p: np.ndarray) -> np.nd
 class ObservationEncoder:
     """Keeps one quadrotor's observation history and encodes it with the reference."""
 
-    def __init__(self, history: int):
+    def __init__(self, history: int, frame: str = "world"):
         if history < 1:
             raise ValueError(f"history: expected at least 1 past observation, got {history}")
+        if frame not in FRAMES:
+            raise ValueError(f"frame: expected one of {FRAMES}, got {frame!r}")
         self.history = history
+        self.frame = frame
         self.past: deque[tuple[LocalObservation, np.ndarray, np.ndarray]] = deque(maxlen=history)
 
     def reset(self) -> None:
@@ -129,8 +178,13 @@ class ObservationEncoder:
         anchored = prior.anchored(slot, newest.uav_p)
         prior_features = np.hstack([anchored.p - newest.uav_p, anchored.v, anchored.a,
                                     anchored.j, anchored.body_rates])
+        axes = frame_axes(self.frame, newest.load_q)
+        if self.frame != "world":
+            ego, load = _turned(ego, _EGO_VECTORS, axes), _turned(load, _LOAD_VECTORS, axes)
+            ref = _turned(ref, _REF_VECTORS, axes)
+            prior_features = _turned(prior_features, _PRIOR_VECTORS, axes)
         return EncodedObservation(ego=ego, load=load, ref=ref, prior=prior_features,
-                                  origin=newest.uav_p.copy(), t=newest.t)
+                                  origin=newest.uav_p.copy(), t=newest.t, axes=axes)
 
 
 def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
@@ -148,8 +202,12 @@ def _reference_features(sample, load_p: np.ndarray) -> np.ndarray:
                       sample.omega])
 
 
-def trajectory_from_output(t: float, origin: np.ndarray, p, v, a, j, w) -> UavTrajectory:
-    """A policy output (relative positions) as a world-frame ``UavTrajectory``."""
+def trajectory_from_output(t: float, origin: np.ndarray, p, v, a, j, w,
+                           axes: np.ndarray | None = None) -> UavTrajectory:
+    """A policy output (positions relative to ``origin``; vectors in the frame whose axes are
+    ``axes``, default the world's) as a world-frame ``UavTrajectory``."""
+    if axes is not None:
+        p, v, a, j, w = (np.asarray(x) @ axes.T for x in (p, v, a, j, w))
     return UavTrajectory(node_times(t), np.asarray(p) + origin, v, a, j, w)
 
 
@@ -162,10 +220,11 @@ class StudentPlanner:
     name = "student"
 
     def __init__(self, system: SystemParams, policy: Policy, history: int,
-                 bounds: PlanBounds | None = None):
+                 bounds: PlanBounds | None = None, frame: str = "world"):
         self.system = system
         self.policy = policy
         self.history = history
+        self.frame = frame
         self.bounds = bounds or PlanBounds()
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
@@ -177,7 +236,8 @@ class StudentPlanner:
         return cls(config.system, policy, history, **kwargs)
 
     def reset(self) -> None:
-        self.encoders = [ObservationEncoder(self.history) for _ in range(self.system.n_uavs)]
+        self.encoders = [ObservationEncoder(self.history, self.frame)
+                         for _ in range(self.system.n_uavs)]
         self.previous: list[UavTrajectory | None] = [None] * self.system.n_uavs
         self.infer_times: list[float] = []
         self.bad_observations = 0
@@ -232,7 +292,8 @@ class StudentPlanner:
             for row, k in enumerate(good):
                 e = encoded[k]
                 plan = trajectory_from_output(e.t, e.origin, *(out[name][row] for name in
-                                                                ("p", "v", "a", "j", "w")))
+                                                                ("p", "v", "a", "j", "w")),
+                                              axes=e.axes)
                 if self.bounds.violation(plan) is None:
                     plans[k] = plan
                 else:
