@@ -80,6 +80,10 @@ def check_system_hover(system: SystemParams, max_tilt_deg: float, which: str = "
 CHECK_STEP_S = 0.01
 """Sampling step of the reference check (s): a hairpin of 0.3 m radius at 1.5 m/s lasts 0.6 s."""
 
+MAX_CHECK_SAMPLES = 200_000
+"""A reference that never repeats is checked over a long flight at most this many times (the
+step grows beyond ``CHECK_STEP_S`` past 2000 s)."""
+
 
 @dataclass(frozen=True)
 class Peak:
@@ -200,7 +204,9 @@ def check_reference(reference, config: Config, duration: float | None = None,
     duration = check_duration(reference) if duration is None else float(duration)
     if not (math.isfinite(duration) and duration > 0.0):
         raise UsageError(f"reference check: expected a positive duration (s), got {duration!r}")
-    t = np.linspace(0.0, duration, max(2, int(math.ceil(duration / step)) + 1))
+    span = min(duration, _new_motion_within(reference))
+    count = min(MAX_CHECK_SAMPLES, int(math.ceil(span / step)) + 1)
+    t = np.linspace(0.0, span, max(2, count))
     s = reference.sample(t)
     system = config.system
     forces, thrusts = _quasi_static_forces(system, s)
@@ -254,6 +260,7 @@ def require_flyable(reference, config: Config, duration: float, force: bool = Fa
                     warn=None) -> ReferenceCheck:
     """``check_reference`` over a flight: a reference beyond the limits is refused
     (``UsageError``), or with ``force`` reported through ``warn`` (default: a warning)."""
+    check_hover(config)  # a system that cannot hover is the system's fault, not the reference's
     check = check_reference(reference, config, duration)
     if check.flyable:
         return check
@@ -263,6 +270,28 @@ def require_flyable(reference, config: Config, duration: float, force: bool = Fa
                          "fly it anyway with --force")
     (warn or (lambda text: warnings.warn(text, stacklevel=3)))(f"--force: {check.message()}")
     return check
+
+
+def _new_motion_within(reference) -> float:
+    """Time (s) after which ``reference`` asks nothing it has not asked before: a hover at
+    once, a move once it has ended, a closed loop after its start and a lap (and a period of its
+    height and yaw oscillations); infinite for an open path."""
+    from cableload_sim.trajectories import Hover, LoopReference, OscillatingYaw, PoseToPose
+
+    if isinstance(reference, Hover):
+        return 1.0
+    if isinstance(reference, PoseToPose):
+        return reference.duration_s + 1.0
+    if isinstance(reference, LoopReference) and getattr(reference.curve, "closed", True):
+        span = reference.ramp_s + reference.period_s
+        height = reference.height
+        if height.amplitude > 0.0 and height.frequency_hz > 0.0:
+            span += 1.0 / height.frequency_hz
+        yaw = reference.orientation
+        if isinstance(yaw, OscillatingYaw) and yaw.amplitude > 0.0 and yaw.frequency_hz > 0.0:
+            span += 1.0 / yaw.frequency_hz
+        return span
+    return math.inf
 
 
 def _reference_label(reference) -> str:

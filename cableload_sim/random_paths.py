@@ -56,6 +56,7 @@ class WanderCurve(PlanarCurve):
 
     CELL_M = 0.01
     COMPONENTS = 4
+    closed = False
 
     def __init__(self, seed: int, min_radius: float, turn_scale: float, length: float):
         rng = np.random.default_rng(seed)

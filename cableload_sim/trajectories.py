@@ -169,10 +169,12 @@ def _as_times(t) -> np.ndarray:
 
 
 class PlanarCurve(abc.ABC):
-    """A closed curve in the horizontal plane, (x, y)(phase), periodic with ``period``."""
+    """A curve in the horizontal plane, (x, y)(phase): closed, periodic with ``period``, unless
+    ``closed`` is false (an open path)."""
 
     period: float
     """Phase length of one lap (rad for angle-parametrized curves, m for arc-length ones)."""
+    closed: bool = True
 
     @abc.abstractmethod
     def jet(self, phase: np.ndarray) -> Jet:

@@ -34,7 +34,7 @@ from learners.config import TrainConfig, check_references_flyable, validate
 from learners.distribution import ReferenceSpec
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
 from learners.network import StudentNet
-from learners.store import RunStore, atomic_write_bytes
+from learners.store import RunStore, Samples, atomic_write_bytes
 from planners.student import (
     EGO_FEATURES,
     LOAD_FEATURES,
@@ -308,28 +308,27 @@ def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor,
     return torch.stack([loss[..., 3 * k : 3 * k + 3].mean() for k in range(4)])
 
 
-def train_epochs(net: StudentNet, optimizer, data: dict, epochs: int, batch_size: int,
+def train_epochs(net: StudentNet, optimizer, data, epochs: int, batch_size: int,
                  generator: torch.Generator, progress=None, nodes: int = 21) -> float:
-    """Train ``epochs`` passes over ``data``, each batch's loss on ``nodes`` random horizon
-    nodes; returns the last epoch's mean loss."""
-    ego = torch.as_tensor(data["ego"])
-    load = torch.as_tensor(data["load"])
-    ref = torch.as_tensor(data["ref"])
-    prior = torch.as_tensor(data["prior"])
-    target = torch.as_tensor(data["target"])
+    """Train ``epochs`` passes over ``data`` (``learners.store.Samples``, streamed a batch at
+    a time, or a dict of arrays), each batch's loss on ``nodes`` random horizon nodes; returns
+    the last epoch's mean loss."""
+    samples = data if isinstance(data, Samples) else Samples([data])
     std = net.out_std
-    n = len(target)
+    n = len(samples)
     last = float("nan")
     net.train()
     for epoch in range(epochs):
         order = torch.randperm(n, generator=generator)
         total, count = 0.0, 0
         for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            chosen = torch.sort(torch.randperm(target.shape[1], generator=generator)[:nodes])[0]
-            out = net.predict(ego[idx], load[idx], ref[idx], prior[idx], nodes=chosen,
-                              with_jerk=False)
-            loss = loss_terms(out, target[idx][:, chosen], std).sum()
+            idx = order[start : start + batch_size].numpy()
+            batch = {name: torch.as_tensor(value) for name, value in samples.gather(idx).items()}
+            chosen = torch.sort(torch.randperm(batch["target"].shape[1],
+                                               generator=generator)[:nodes])[0]
+            out = net.predict(batch["ego"], batch["load"], batch["ref"], batch["prior"],
+                              nodes=chosen, with_jerk=False)
+            loss = loss_terms(out, batch["target"][:, chosen], std).sum()
             value = loss.item()
             if not np.isfinite(value):
                 rate = optimizer.param_groups[0]["lr"]
@@ -518,9 +517,9 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                          for key in collected[0]["arrays"]}
                 store.write_shard(k, shard)
             t_collect = time.perf_counter() - t_round
-            data = store.read_shards(k)
+            data = store.open_shards(k)
             if k == 0 and not done:
-                net.set_normalization(data_stats(data, config.network.residual))
+                net.set_normalization(data_stats(store.read_shards(0), config.network.residual))
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, k)
             generator = torch.Generator().manual_seed(d.seed * 1000 + k)
@@ -537,7 +536,7 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             finally:
                 epoch_bar.close()
             t_train = time.perf_counter() - t_round - t_collect
-            row = {"round": k, "beta": float(beta[k]), "samples": int(len(data["t"])),
+            row = {"round": k, "beta": float(beta[k]), "samples": len(data),
                    "loss": loss, "collect_s": t_collect, "train_s": t_train,
                    "episodes": [{k2: c[k2] for k2 in ("reference", "status", "rmse_position_m",
                                                       "student_decisions", "wall_s")}
@@ -546,9 +545,11 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                 t_eval = time.perf_counter()
                 row.update(_evaluate(net, config, system_config, validation))
                 row["eval_wall_s"] = time.perf_counter() - t_eval
-            save_checkpoint_with_optimizer(store, k, net, optimizer, resolved)
+            # the summary first: a round counts as done once its checkpoint exists, so a kill
+            # between the two redoes the round (its row is dropped on resume), never loses it
             summary.append(row)
             store.write_summary(summary)
+            save_checkpoint_with_optimizer(store, k, net, optimizer, resolved)
             rounds_bar.set_postfix(loss=f"{loss:.4f}",
                                    rmse=f"{row.get('eval_rmse_position_m', float('nan')):.3f}")
             completed_now += 1

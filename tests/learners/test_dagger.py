@@ -88,9 +88,9 @@ def test_killed_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
     a, b = RunStore(whole), RunStore(interrupted)
     assert a.completed_rounds() == b.completed_rounds() == [0, 1, 2]
     for k in range(3):
-        with np.load(a.shard_path(k)) as x, np.load(b.shard_path(k)) as y:
-            for name in x.files:
-                np.testing.assert_array_equal(x[name], y[name])
+        x, y = a.read_shard(k), b.read_shard(k)
+        for name in x:
+            np.testing.assert_array_equal(x[name], y[name])
     rounds = [row["round"] for row in b.read_summary()]
     assert rounds == [0, 1, 2]
     loss_a = [row["loss"] for row in a.read_summary()]
@@ -157,3 +157,28 @@ def test_best_round_is_the_completed_one_with_the_smallest_error():
     ]
     assert select_round(rows, "best") == 1  # 2 + 1.5 < 3 + 1
     assert select_round(rows, "last") == 3
+
+
+def test_shards_are_streamed_from_disk_and_gathered_in_any_order(tmp_path):
+    from learners.store import SAMPLE_ARRAYS, Samples
+
+    store = RunStore(tmp_path)
+    rng = np.random.default_rng(0)
+    rounds = []
+    for k, n in enumerate((5, 0, 7)):
+        arrays = {name: rng.normal(size=(n, 2, 3)).astype(np.float32) for name in SAMPLE_ARRAYS}
+        arrays["t"] = np.arange(n, dtype=float) + 100 * k
+        store.write_shard(k, arrays)
+        rounds.append(arrays)
+    with pytest.raises(FileExistsError):
+        store.write_shard(0, rounds[0])  # a shard is written once, never replaced
+    samples = store.open_shards(2)
+    assert isinstance(samples, Samples) and len(samples) == 12
+    assert isinstance(samples.shards[2]["ego"], np.memmap)
+    whole = store.read_shards(2)
+    order = rng.permutation(12)
+    batch = samples.gather(order)
+    for name in ("ego", "load", "ref", "prior", "target"):
+        np.testing.assert_array_equal(batch[name], whole[name][order])
+    np.testing.assert_array_equal(samples["t"], whole["t"])
+    assert not list((tmp_path / "data").glob(".tmp-*"))
