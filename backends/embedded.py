@@ -1,15 +1,31 @@
-"""The embedded backend: the numba simulator with the onboard controllers inside (default)."""
+"""The embedded backend: the numba simulator with the onboard controllers inside (default).
+
+With ``config.link`` on, each plan goes through its quadrotor's ``LinkModel``: it is lost, or
+handed to the controller at its arrival time, the physics stepped up to that step and no
+further first (the controller takes it at its next update, never before it arrived). With
+``config.sensing`` on, the poses are captured at the motion-capture rate inside the stepping
+and ``observe`` gives the filters' estimate; the samples (logs, metrics) stay the true state.
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from backends.base import BackendHealth, Scenario
 from cableload_sim import layout
 from cableload_sim.errors import UsageError
+from cableload_sim.horizon import N_NODES
+from cableload_sim.link import InFlight, LinkStats, make_links
 from cableload_sim.params import Config
-from cableload_sim.simulator import Simulator, world_state_from
+from cableload_sim.sensing import Sensors
+from cableload_sim.simulator import Simulator, StepLog, world_state_from
 from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
+
+ARRIVAL_TOLERANCE_STEPS = 1e-6
+"""A plan arriving within this fraction of a physics step after a step's start is taken at
+that step: the rounding of ``t_sent + delay``, not a delay."""
 
 
 class EmbeddedBackend:
@@ -32,7 +48,11 @@ class EmbeddedBackend:
                 f"rate 1/{self.sim.h!r} Hz"
             )
         self.planner_period_s = self.steps_per_period * self.sim.h
+        self.capture_every = round(1.0 / (config.sensing.mocap_rate_hz * self.sim.h))
         self._disturbance = None
+        self.links = make_links(config.link, self.sim.n, 0)
+        self.in_flight = InFlight()
+        self.sensors: Sensors | None = None
 
     @property
     def time(self) -> float:
@@ -44,22 +64,88 @@ class EmbeddedBackend:
         self._disturbance = (
             scenario.disturbance.episode(rng) if scenario.disturbance is not None else None
         )
+        self.links = make_links(self.config.link, self.sim.n, scenario.seed)
+        self.in_flight.clear()
+        self.sensors = None
+        if self.config.sensing.enabled:
+            self.sensors = Sensors.for_episode(self.config.sensing, self.system, scenario.seed)
+            self.sensors.start(self.time, *self._poses())
         return self.observe()
 
     def observe(self) -> WorldState:
-        return self.sim.world_state()
+        """The state the planners observe: the true one, or the sensors' estimate."""
+        truth = self.sim.world_state()
+        return truth if self.sensors is None else self.sensors.observe(truth)
 
     def send(self, uav: int, trajectory: UavTrajectory) -> None:
+        """Hand ``trajectory`` to quadrotor ``uav``'s link: it arrives now (link off), later, or
+        never."""
         if not 0 <= uav < self.sim.n:
             raise IndexError(f"uav index {uav} out of range for {self.sim.n} quadrotors")
-        self.sim.send_plan(uav, trajectory)
+        if not self.config.link.enabled:
+            self.sim.send_plan(uav, trajectory)
+            return
+        if trajectory.n_nodes != N_NODES:  # refused when sent, as without the link
+            raise ValueError(f"plan for uav {uav}: expected {N_NODES} nodes, got "
+                             f"{trajectory.n_nodes}")
+        arrival = self.links[uav].transmit(self.time)
+        if arrival is not None:
+            self.in_flight.put(arrival, uav, trajectory)
 
     def advance(self) -> WorldSamples:
+        """One planner period, stepped in pieces that end where a plan arrives or the motion
+        capture takes a sample (splitting changes no bit of the physics)."""
         wrench = None
         if self._disturbance is not None:
             wrench = self._disturbance.next(self.steps_per_period)
-        log = self.sim.advance(self.steps_per_period, wrench=wrench)
+        start = self.sim.step
+        end = start + self.steps_per_period
+        logs = []
+        while True:
+            self._deliver()
+            if self.sim.step >= end:
+                break
+            stop = min(end, self._next_arrival_step(), self._next_capture_step())
+            held = None if wrench is None else wrench[self.sim.step - start : stop - start]
+            logs.append(self.sim.advance(stop - self.sim.step, wrench=held))
+            if self.sensors is not None and self.sim.step % self.capture_every == 0:
+                self.sensors.capture(self.time, *self._poses())
+        log = logs[0] if len(logs) == 1 else StepLog(
+            t=np.concatenate([piece.t for piece in logs]),
+            x=np.concatenate([piece.x for piece in logs]),
+            tension=np.concatenate([piece.tension for piece in logs]))
         return samples_from_states(log.t, log.x, log.tension, self.sim.n)
+
+    def link_stats(self) -> LinkStats:
+        """What the links of every quadrotor did this episode."""
+        return LinkStats.combined([link.stats() for link in self.links])
+
+    def _deliver(self) -> None:
+        """Hand every plan that has arrived by the current step to its controller."""
+        now = (self.sim.step + ARRIVAL_TOLERANCE_STEPS) * self.sim.h
+        for uav, trajectory in self.in_flight.due(now):
+            self.sim.send_plan(uav, trajectory)
+
+    def _next_arrival_step(self) -> int | float:
+        arrival = self.in_flight.next_arrival()
+        if not math.isfinite(arrival):
+            return math.inf
+        return math.ceil(arrival / self.sim.h - ARRIVAL_TOLERANCE_STEPS)
+
+    def _next_capture_step(self) -> int | float:
+        if self.sensors is None:
+            return math.inf
+        return (self.sim.step // self.capture_every + 1) * self.capture_every
+
+    def _poses(self) -> tuple[np.ndarray, np.ndarray]:
+        """True positions (n + 1, 3) and attitudes (n + 1, 4): the load, then each quadrotor."""
+        x = self.sim.x
+        quads = [layout.quad_offset(i) for i in range(self.sim.n)]
+        p = np.vstack([x[layout.LOAD_POS : layout.LOAD_POS + 3]]
+                      + [x[o + layout.QUAD_POS : o + layout.QUAD_POS + 3] for o in quads])
+        q = np.vstack([x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4]]
+                      + [x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] for o in quads])
+        return p, q
 
     def health(self) -> BackendHealth:
         stats = self.sim.statistics()
@@ -75,11 +161,20 @@ class EmbeddedBackend:
                 "longest_slack_s": stats.longest_slack_s,
                 "max_thrust_ratio_exact": stats.max_thrust_ratio,
                 "min_uav_distance_exact_m": stats.min_uav_distance_m,
+                **self._link_extra(),
             },
         )
 
     def close(self) -> None:
         pass
+
+    def _link_extra(self) -> dict:
+        if not self.config.link.enabled:
+            return {}
+        stats = self.link_stats()
+        return {"link_sent_plans": stats.sent, "link_dropped_plans": stats.dropped,
+                "link_delay_mean_ms": 1e3 * stats.delay_mean_s,
+                "link_delay_max_ms": 1e3 * stats.delay_max_s}
 
 
 def samples_from_states(t: np.ndarray, x: np.ndarray, tension: np.ndarray, n: int) -> WorldSamples:

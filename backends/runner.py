@@ -51,7 +51,11 @@ class PlanRecord:
 
 
 class EpisodeLogger(Protocol):
-    """Receives an episode as it happens (e.g. a run-log writer); every call may write."""
+    """Receives an episode as it happens (e.g. a run-log writer); every call may write.
+
+    A logger may also have ``observed(state: WorldState)``: it then receives the state each
+    plan was made from, as the planner observed it (the samples are the true state).
+    """
 
     def start(self, system, reference, scenario: Scenario, planner_name: str) -> None: ...
 
@@ -127,8 +131,11 @@ def run_episode(
         from tqdm import tqdm
 
         bar = tqdm(total=n_periods, desc=f"{planner.name}", unit="plan", leave=False)
+    log_observed = getattr(logger, "observed", None)
     for k in range(n_periods):
         replaced_before = guard.replaced
+        if log_observed is not None:
+            log_observed(state)
         trajectories = [
             guard.check(i, traj, state)
             for i, traj in enumerate(planner.plan(state, reference))
@@ -172,6 +179,7 @@ def run_episode(
     metrics["replaced_plans"] = guard.replaced
     health = backend.health()
     metrics["rejected_plans"] = health.rejected_plans
+    metrics.update({k: v for k, v in health.extra.items() if k.startswith("link_")})
     metrics.update({k: v for k, v in planner.report().items() if np.isscalar(v)})
     if logger is not None:
         logger.finish(status.value, metrics)

@@ -201,15 +201,17 @@ def fly(flight: Flight, planner, *, planner_options: dict | None = None, log_pat
     return metrics
 
 
-def bench_teacher(uavs: list[int], duration: float, trajectory: str, config_path=None) -> dict:
+def bench_teacher(uavs: list[int], duration: float, trajectory: str, config_path=None,
+                  overrides=()) -> dict:
     """Per number of quadrotors: time of a full teacher plan (solve and post-processing), in
-    closed loop on the embedded simulator, warm-started as in flight."""
+    closed loop on the embedded simulator, warm-started as in flight; ``overrides``
+    (``table.key=value``) change the configuration as ``--set`` does."""
     from cableload_sim.trajectories import make_reference
     from planners.teacher import TeacherPlanner
 
     out = {}
     for n in uavs:
-        config = load_config(config_path, uavs=n)
+        config = load_config(config_path, uavs=n, overrides=overrides)
         t0 = time.perf_counter()
         planner = TeacherPlanner.from_config(config)
         build = time.perf_counter() - t0

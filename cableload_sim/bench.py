@@ -42,23 +42,22 @@ def run_closed_loop(sim: Simulator, steps: int, period_steps: int = 1000) -> Non
 
 
 def _batch_arrays(sim: Simulator, batch: int):
+    """``batch`` copies of ``sim``'s data (``layout.SimData``, batch first), simulated models
+    and a zero wrench."""
     rep = lambda a: np.repeat(a[None], batch, axis=0).copy()  # noqa: E731
-    return (rep(sim.x), rep(sim.ctrl), rep(sim.plans), rep(sim.plan_status), rep(sim.counters),
-            rep(sim.model), rep(np.zeros((1, 6))), rep(sim.stats), rep(sim.fcache),
-            rep(sim.fvalid))
+    data = layout.SimData(*(rep(a) for a in sim.kernel_data()))
+    return data, rep(sim.model), rep(np.zeros((1, 6)))
 
 
 def run_batch(sim: Simulator, arrays, steps: int, period_steps: int = 1000) -> None:
-    X, CTRL, PLANS, STATUS, COUNTERS, MODELS, WRENCH, STATS, FCACHE, FVALID = arrays
+    data, physics, wrench = arrays
     done = 0
     step = sim.step
     while done < steps:
         chunk = min(period_steps, steps - done)
-        PLANS[:, :, :, layout.TR_TIME] += chunk * sim.h
-        STATUS[:] = layout.PLAN_NEW
-        kernels.advance_batch(X, CTRL, PLANS, STATUS, COUNTERS, MODELS, sim.cmodel, sim.gains,
-                              sim.n, step + done, sim.h, chunk, sim.decimation, WRENCH, STATS,
-                              FCACHE, FVALID)
+        data.plans[:, :, :, layout.TR_TIME] += chunk * sim.h
+        data.plan_status[:] = layout.PLAN_NEW
+        kernels.advance_batch(sim.kernel_model(), physics, data, step + done, chunk, wrench)
         done += chunk
 
 
@@ -91,7 +90,7 @@ def bench_sim(steps: int = 200_000, batch: int = 64, physics_dt: float | None = 
     batched = _median_time(lambda: run_batch(sim, arrays, per_system // ROUNDS)) * ROUNDS
     per_system = per_system // ROUNDS * ROUNDS
     steps = steps // ROUNDS * ROUNDS
-    finite = bool(np.isfinite(sim.x).all() and np.isfinite(arrays[0]).all())
+    finite = bool(np.isfinite(sim.x).all() and np.isfinite(arrays[0].x).all())
     return {
         "uavs": sim.n,
         "physics_dt_s": sim.h,

@@ -7,7 +7,11 @@ This module is the only place that knows an index or a size:
 - the **model** vector: everything the physics needs (gravity, masses, inertias and their
   inverses, rotor allocation, cables), packed from ``SystemParams``;
 - the **controller** gains vector and each quadrotor's **controller state**;
-- the **trajectory buffer**: the nodes of the last plan each quadrotor received.
+- the **trajectory buffer**: the nodes of the last plan each quadrotor received, and a
+  reference sampled from it;
+- the kernels' work arrays: the controller's scratch, the force cache, per-body constants;
+- the named tuples the stepping kernel takes: ``SimModel`` (constant), ``SimData`` (changed in
+  place), ``SimLog``.
 
 Integer constants are module globals, so numba compiles them in as literals.
 """
@@ -15,26 +19,32 @@ Integer constants are module globals, so numba compiles them in as literals.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from cableload_sim.horizon import N_NODES
-from cableload_sim.params import ControllerParams, SimulationParams, SystemParams
+from cableload_sim.params import AeroParams, ControllerParams, SimulationParams, SystemParams
 from cableload_sim.statics import swing_frequencies
 
 # --- state ------------------------------------------------------------------------------------
-# Load block: world position (m), attitude quaternion w,x,y,z (body->world), world velocity (m/s),
-# body angular velocity (rad/s).
-LOAD_POS = 0
-LOAD_QUAT = 3
-LOAD_VEL = 7
-LOAD_RATE = 10
+# Every body's block starts with the same rigid-body part: world position (m), attitude
+# quaternion w,x,y,z (body->world), world velocity (m/s), body angular velocity (rad/s).
+BODY_POS = 0
+BODY_QUAT = 3
+BODY_VEL = 7
+BODY_RATE = 10
+# Load block: the rigid-body part only.
+LOAD_POS = BODY_POS
+LOAD_QUAT = BODY_QUAT
+LOAD_VEL = BODY_VEL
+LOAD_RATE = BODY_RATE
 LOAD_SIZE = 13
-# Quadrotor block: the same, then the four rotor speeds (rad/s).
-QUAD_POS = 0
-QUAD_QUAT = 3
-QUAD_VEL = 7
-QUAD_RATE = 10
+# Quadrotor block: the rigid-body part, then the four rotor speeds (rad/s).
+QUAD_POS = BODY_POS
+QUAD_QUAT = BODY_QUAT
+QUAD_VEL = BODY_VEL
+QUAD_RATE = BODY_RATE
 QUAD_ROTOR = 13
 QUAD_SIZE = 17
 
@@ -48,12 +58,19 @@ def quad_offset(i: int) -> int:
     return LOAD_SIZE + QUAD_SIZE * i
 
 
+def body_offset(b: int) -> int:
+    """Index of body ``b``'s block in the state: the load at b = 0, quadrotor i at b = i + 1."""
+    return 0 if b == 0 else LOAD_SIZE + QUAD_SIZE * (b - 1)
+
+
 # --- model ------------------------------------------------------------------------------------
 M_GRAVITY = 0
 M_LOAD_MASS = 1
 M_LOAD_INERTIA = 2  # 3x3 row-major
 M_LOAD_INERTIA_INV = 11  # 3x3 row-major
-M_HEADER = 20
+M_LOAD_DRAG = 20  # 1/2 rho C_d A of each pair of faces, per load axis (kg/m) (3)
+M_AERO = 23  # 1 when any drag acts (the aero stage runs), else 0
+M_HEADER = 24
 # Per-quadrotor block
 QM_MASS = 0
 QM_INERTIA = 1  # principal moments (3)
@@ -65,7 +82,10 @@ QM_SPEED_MAX = 10
 QM_MOTOR_TAU = 11
 QM_ALLOC = 12  # 4x4 row-major: rotor thrusts -> [thrust, torque]
 QM_ALLOC_INV = 28  # 4x4 row-major
-QM_SIZE = 44
+QM_FRAME_DRAG = 44  # 1/2 rho C_d A of the frame, per body axis (kg/m) (3)
+QM_ROTOR_DRAG = 47  # rotor drag k_d: in-plane force per rotor speed and airspeed (kg/rad)
+QM_ROTOR_XY = 48  # each rotor's hub x, y in the body frame (m) (4 x 2, row-major)
+QM_SIZE = 56
 # Per-cable block
 CM_REST_LENGTH = 0
 CM_STIFFNESS = 1
@@ -86,10 +106,14 @@ def cable_model_offset(n_uavs: int, i: int) -> int:
     return M_HEADER + QM_SIZE * n_uavs + CM_SIZE * i
 
 
-def pack_model(system: SystemParams) -> np.ndarray:
-    """The model vector of ``system`` (what the physics kernels simulate)."""
+def pack_model(system: SystemParams, aero: AeroParams | None = None) -> np.ndarray:
+    """The model vector of ``system`` (what the physics kernels simulate), with the drag of
+    ``aero`` (None: no drag)."""
     n = system.n_uavs
     m = np.zeros(model_size(n))
+    if aero is not None:
+        m[M_LOAD_DRAG : M_LOAD_DRAG + 3] = aero.load_drag(system.load)
+        m[M_AERO] = float(aero.any_drag())
     m[M_GRAVITY] = system.gravity
     m[M_LOAD_MASS] = system.load.mass
     inertia = system.load.inertia_matrix()
@@ -109,6 +133,10 @@ def pack_model(system: SystemParams) -> np.ndarray:
         alloc = rotor.allocation_matrix()
         m[b + QM_ALLOC : b + QM_ALLOC + 16] = alloc.ravel()
         m[b + QM_ALLOC_INV : b + QM_ALLOC_INV + 16] = np.linalg.inv(alloc).ravel()
+        m[b + QM_ROTOR_XY : b + QM_ROTOR_XY + 8] = rotor.rotor_positions()[:, :2].ravel()
+        if aero is not None:
+            m[b + QM_FRAME_DRAG : b + QM_FRAME_DRAG + 3] = aero.quadrotor_drag
+            m[b + QM_ROTOR_DRAG] = aero.rotor_drag_coeff
     for i, (cable, rho) in enumerate(zip(system.cables, system.load.attachments)):
         b = cable_model_offset(n, i)
         m[b + CM_REST_LENGTH] = cable.length
@@ -220,14 +248,33 @@ MODE_HOLD_NO_PLAN = 1.0
 MODE_HOLD_EXPIRED = 2.0
 MODE_HOLD_REJECTED = 3.0
 
-# --- trajectory buffer (per quadrotor): N_NODES rows of these fields ----------------------------
+# --- a reference sampled from a plan: p, v, a, jerk (world), body rates ------------------------
+REF_POS = 0
+REF_VEL = 3
+REF_ACC = 6
+REF_JERK = 9
+REF_RATE = 12
+REF_SIZE = 15
+
+# --- trajectory buffer (per quadrotor): N_NODES rows of the node time, then a reference -------
 TR_TIME = 0
-TR_POS = 1
-TR_VEL = 4
-TR_ACC = 7
-TR_JERK = 10
-TR_RATE = 13
-TR_SIZE = 16
+TR_POS = 1 + REF_POS
+TR_VEL = 1 + REF_VEL
+TR_ACC = 1 + REF_ACC
+TR_JERK = 1 + REF_JERK
+TR_RATE = 1 + REF_RATE
+TR_SIZE = 1 + REF_SIZE
+
+# --- the controller's scratch array (one update's intermediate values) -------------------------
+SC_REF = 0  # sampled reference (REF_SIZE)
+SC_ERR = SC_REF + REF_SIZE  # clipped position error (3)
+SC_FORCE = SC_ERR + 3  # commanded thrust vector, world (3)
+SC_RATE_CMD = SC_FORCE + 3  # attitude loop's body-rate command (3)
+SC_TORQUE = SC_RATE_CMD + 3  # commanded body torque (3)
+SC_WRENCH = SC_TORQUE + 3  # rotor thrust vector (world, 3), then rotor torque (body, 3)
+SC_ROTOR = SC_WRENCH + 6  # rotor thrusts (4)
+SC_PULL = SC_ROTOR + 4  # share of the cable's fast pull yielded to, world (3)
+SC_SIZE = SC_PULL + 3
 
 # plan status per quadrotor
 PLAN_NONE = 0
@@ -265,7 +312,90 @@ def new_stats(n_uavs: int) -> np.ndarray:
     return stats
 
 
+# --- force cache: per body, what one step ends with and the next starts from -------------------
+FC_FORCE = 0  # world (N) (3)
+FC_TORQUE = 3  # body frame (N m) (3)
+FC_MOMENTUM = 6  # angular momentum, body frame (kg m^2/s) (3)
+FC_SIZE = 9
+
+
 def empty_force_cache(n_uavs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Forces, torques and angular momenta carried between ``advance`` calls (n+1, 9), and
-    their validity flag."""
-    return np.zeros((n_uavs + 1, 9)), np.zeros(1, dtype=np.int64)
+    """Forces, torques and angular momenta carried between ``advance`` calls (n+1, FC_SIZE),
+    and their validity flag."""
+    return np.zeros((n_uavs + 1, FC_SIZE)), np.zeros(1, dtype=np.int64)
+
+
+# --- per-body constants gathered once per ``advance`` call --------------------------------------
+BC_INV_MASS = 0  # 1 / mass (1/kg)
+BC_INERTIA = 1  # principal moments (kg m^2) (3)
+BC_INV_INERTIA = 4  # their inverses (3)
+BC_SIZE = 7
+
+
+# --- what the stepping kernel takes -------------------------------------------------------------
+# Named tuples (numba compiles them as structs, and caches functions taking them): the constant
+# model, as Brax's ``sys`` or MuJoCo's mjModel, and the data the kernels change in place.
+
+
+class SimModel(NamedTuple):
+    """What stays constant while a system is stepped."""
+
+    physics: np.ndarray
+    """Model vector of the simulated system (``pack_model``)."""
+    nominal: np.ndarray
+    """Model vector the onboard controllers know (``pack_model`` of the nominal system)."""
+    gains: np.ndarray
+    """Controller gains (``pack_gains``)."""
+    n: int
+    """Number of quadrotors."""
+    h: float
+    """Physics step (s)."""
+    decimation: int
+    """Physics steps per controller update."""
+    wind: np.ndarray
+    """Wind velocity, world (m/s), sampled every ``wind_dt`` from t = 0 (rows, 3); linear
+    between samples, the last row held after them (one row: a steady wind)."""
+    wind_dt: float
+    """Period of the wind samples (s)."""
+
+
+def still_air() -> np.ndarray:
+    """The wind samples of still air (``SimModel.wind``)."""
+    return np.zeros((1, 3))
+
+
+class SimData(NamedTuple):
+    """What the kernels advance in place; the leading axis of every array is the batch's when
+    stepped in a batch."""
+
+    x: np.ndarray
+    """State (``state_size``)."""
+    ctrl: np.ndarray
+    """Controller states (n, CS_SIZE)."""
+    plans: np.ndarray
+    """Trajectory buffers (n, nodes, TR_SIZE)."""
+    plan_status: np.ndarray
+    """PLAN_* per quadrotor (n,), int64."""
+    counters: np.ndarray
+    """K_* per quadrotor (n, K_SIZE)."""
+    stats: np.ndarray
+    """ST_* (``stats_size``)."""
+    fcache: np.ndarray
+    """Force cache (n+1, FC_SIZE)."""
+    fvalid: np.ndarray
+    """1 when ``fcache`` holds the forces at ``x`` (1,), int64."""
+
+
+class SimLog(NamedTuple):
+    """Where ``advance`` records the state and tensions after every ``every``-th global step
+    (``every`` = 0: nothing recorded)."""
+
+    every: int
+    x: np.ndarray
+    """(rows, state size)."""
+    tension: np.ndarray
+    """(rows, n)."""
+
+
+def no_log(n_uavs: int) -> SimLog:
+    return SimLog(0, np.empty((0, state_size(n_uavs))), np.empty((0, n_uavs)))

@@ -16,18 +16,27 @@ gravity = 9.81
 [controller]      # ControllerParams
 [simulation]      # SimulationParams
 [mismatch]        # MismatchParams: what the simulator does differently from the config
+[teacher]         # TeacherParams
+[link]            # LinkParams: plans lost or late between planner and quadrotor
+[sensing]         # SensingParams: motion capture and the filters the planners observe through
+[aero]            # AeroParams: drag on the load and the quadrotors, rotor drag
+[wind]            # WindParams: steady wind and Dryden turbulence
 ```
 
 Unknown keys, wrong types and out-of-range values fail with a ``ConfigError`` naming the key,
 the value and what was expected. ``load_config()`` without a path gives the paper's setup
-(``cableload_sim/configs/paper.toml``).
+(``cableload_sim/configs/paper.toml``). Overrides (``--set table.key=value``) change the parsed
+document before that same validation.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
+import re
 import tomllib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -371,6 +380,71 @@ class MismatchParams:
         return dataclasses.replace(system, load=load, cables=cables)
 
 
+@dataclass(frozen=True)
+class AeroParams:
+    """Drag of the air on the simulated bodies (every coefficient 0: none). Planners and
+    onboard controllers are not told about it.
+
+    Load: a box; the pair of faces normal to load axis k, of area A_k (from ``load.size``),
+    takes the pressure drag ``-1/2 rho C_d A_k |v_k| v_k`` of the airspeed's component v_k
+    along that axis. Quadrotor frame: the same per body axis, with ``1/2 rho C_d A_k`` given.
+    Rotor drag (the induced drag of a rotor moving edgewise): on each rotor, in the rotor
+    plane, ``-k_d w v_perp`` at its hub, w its speed and v_perp the hub's airspeed in the plane
+    (Faessler et al., RA-L 2018; RotorPy's rotor model).
+    """
+
+    air_density: float = 1.225
+    """Density of the air (kg/m^3); ISA sea level."""
+    load_drag_coeff: float = 0.0
+    """Drag coefficient C_d of each face of the load's box (-)."""
+    quadrotor_drag: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Frame drag 1/2 rho C_d A of a quadrotor per body axis x, y, z (N s^2/m^2 = kg/m)."""
+    rotor_drag_coeff: float = 0.0
+    """Rotor drag k_d: in-plane force per rotor speed and per in-plane airspeed (N s^2/(rad m)
+    = kg/rad)."""
+
+    def load_drag(self, load: LoadParams) -> np.ndarray:
+        """1/2 rho C_d A_k of the load's faces normal to each load axis (kg/m)."""
+        a, b, c = load.size
+        return 0.5 * self.air_density * self.load_drag_coeff * np.array([b * c, a * c, a * b])
+
+    def any_drag(self) -> bool:
+        return self.load_drag_coeff > 0.0 or any(self.quadrotor_drag) \
+            or self.rotor_drag_coeff > 0.0
+
+
+@dataclass(frozen=True)
+class WindParams:
+    """The wind the simulated bodies fly in: a steady part plus Dryden turbulence, the same at
+    every point (the system is small against the turbulence scales), generated per episode
+    from a seeded generator (``cableload_sim.wind``). Planners are not told about it.
+
+    Turbulence components: u along the steady wind's horizontal direction (world x without
+    one), v horizontal across it, w vertical; MIL-F-8785C's Dryden spectra, frozen turbulence
+    carried past at the steady wind's speed (at least ``MIN_WIND_SPEED``).
+    """
+
+    mean: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Steady wind velocity, world frame (m/s)."""
+    turbulence_sigma: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Standard deviations of the turbulence components u, v, w (m/s); 0: none."""
+    turbulence_length: tuple[float, float, float] = (23.0, 23.0, 3.0)
+    """Scale lengths L_u, L_v, L_w (m); MIL-HDBK-1797's low-altitude model at 3 m height:
+    L_w = h, L_u = L_v = h / (0.177 + 0.000823 h)^1.2 (h in feet)."""
+    sample_dt: float = 0.01
+    """Period of the generated turbulence samples (s); the kernel interpolates linearly."""
+    seed: int = 0
+    """Seed of the turbulence generator when the simulator is given none."""
+
+    def turbulent(self) -> bool:
+        return any(s > 0.0 for s in self.turbulence_sigma)
+
+
+MIN_WIND_SPEED = 1.0
+"""Speed at which frozen turbulence is carried past the system when the steady wind is slower
+(m/s): the Dryden time scales L / V need a V."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Controller and simulation
 
@@ -438,6 +512,61 @@ class SimulationParams:
     """An episode stops when two quadrotors come closer than this (m)."""
     divergence_distance_m: float = 3.0
     """An episode stops when the load is farther than this from its reference (m)."""
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    """The radio link from the planners to the quadrotors: each plan is lost, or arrives late.
+
+    Every plan is dropped with probability ``drop_fraction``, independently of the others;
+    the rest arrive after a delay drawn uniformly in [``delay_min_s``, ``delay_max_s``], in the
+    order they were sent (ROS1's TCP transport keeps the order). Off unless ``enabled``.
+    """
+
+    enabled: bool = False
+    """Whether plans go through this link; off, every plan arrives when it is sent."""
+    drop_fraction: float = 0.2
+    """Probability that a plan is lost (-), in [0, 1)."""
+    delay_min_s: float = 0.0
+    """Shortest delay of a plan that arrives (s)."""
+    delay_max_s: float = 0.03
+    """Longest delay of a plan that arrives (s); below the plan's horizon."""
+
+
+@dataclass(frozen=True)
+class SensingParams:
+    """What the planners observe: motion capture of every body, filtered by an EKF per body.
+
+    Each capture gives every body's pose with a constant bias (drawn per body and per episode)
+    plus white noise, and reaches the filter ``latency_s`` after it was taken. The filter of
+    each body is a constant-acceleration Kalman filter of its position (white jerk) and an
+    error-state EKF of its attitude with constant body rates (white angular acceleration);
+    planners get its estimate predicted to their time. Off
+    unless ``enabled`` (planners then see the true state).
+    """
+
+    enabled: bool = False
+    """Whether planners observe through the sensors; off, they see the true state."""
+    mocap_rate_hz: float = 100.0
+    """Motion-capture rate (Hz); a whole number of physics steps per capture."""
+    latency_s: float = 0.005
+    """From a capture to its use by the filter (s): processing and transport."""
+    position_noise_m: float = 0.0005
+    """Standard deviation of the white position noise, per axis (m)."""
+    attitude_noise_rad: float = 0.003
+    """Standard deviation of the white attitude noise, a small rotation per body axis (rad)."""
+    position_bias_m: float = 0.001
+    """Standard deviation of each body's constant position bias, per axis (m)."""
+    attitude_bias_rad: float = 0.005
+    """Standard deviation of each body's constant attitude bias, per body axis (rad)."""
+    load_jerk_psd: float = 0.3
+    """Spectral density of the load's white jerk in its filter's model (m^2/s^5)."""
+    load_angular_accel_psd: float = 0.003
+    """Spectral density of the load's white angular acceleration in its filter (rad^2/s^3)."""
+    uav_jerk_psd: float = 1.0
+    """Spectral density of a quadrotor's white jerk in its filter (m^2/s^5)."""
+    uav_angular_accel_psd: float = 0.03
+    """Spectral density of a quadrotor's white angular acceleration in its filter (rad^2/s^3)."""
 
 
 @dataclass(frozen=True)
@@ -522,6 +651,10 @@ class Config:
     simulation: SimulationParams = field(default_factory=SimulationParams)
     mismatch: MismatchParams = field(default_factory=MismatchParams)
     teacher: TeacherParams = field(default_factory=TeacherParams)
+    link: LinkParams = field(default_factory=LinkParams)
+    sensing: SensingParams = field(default_factory=SensingParams)
+    aero: AeroParams = field(default_factory=AeroParams)
+    wind: WindParams = field(default_factory=WindParams)
 
     def with_uavs(self, n: int) -> Config:
         return dataclasses.replace(self, system=self.system.with_uavs(n))
@@ -670,6 +803,84 @@ def _teacher(path: str, table: dict) -> TeacherParams:
     return teacher
 
 
+def _boolean(path: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: expected true or false, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _link(path: str, table: dict) -> LinkParams:
+    checks = {"enabled": _boolean, "drop_fraction": _non_negative, "delay_min_s": _non_negative,
+              "delay_max_s": _non_negative}
+    link = _fields_from(LinkParams, path, table, checks)
+    if link.drop_fraction >= 1.0:
+        raise ConfigError(f"{path}.drop_fraction: expected a fraction below 1 (1 loses every "
+                          f"plan), got {link.drop_fraction!r}")
+    if link.delay_min_s > link.delay_max_s:
+        raise ConfigError(f"{path}.delay_min_s: expected at most delay_max_s="
+                          f"{link.delay_max_s!r} s, got {link.delay_min_s!r}")
+    horizon = float(node_offsets()[-1])
+    if link.delay_max_s >= horizon:
+        raise ConfigError(f"{path}.delay_max_s: expected below the plan's horizon "
+                          f"({horizon:.2f} s: a later plan has run out on arrival), got "
+                          f"{link.delay_max_s!r}")
+    return link
+
+
+def _sensing(path: str, table: dict) -> SensingParams:
+    checks = {f.name: _non_negative for f in dataclasses.fields(SensingParams)}
+    checks["enabled"] = _boolean
+    for name in ("mocap_rate_hz", "load_jerk_psd", "load_angular_accel_psd", "uav_jerk_psd",
+                 "uav_angular_accel_psd"):
+        checks[name] = _positive
+    sensing = _fields_from(SensingParams, path, table, checks)
+    if sensing.latency_s > 0.5:
+        raise ConfigError(f"{path}.latency_s: expected at most 0.5 s (motion capture takes a "
+                          f"few ms), got {sensing.latency_s!r}")
+    for name in ("attitude_noise_rad", "attitude_bias_rad"):
+        if getattr(sensing, name) > 0.5:
+            raise ConfigError(f"{path}.{name}: expected at most 0.5 rad (the filter linearizes "
+                              f"small rotations), got {getattr(sensing, name)!r}")
+    return sensing
+
+
+def _check_sensing_rate(source: str, sensing: SensingParams, sim: SimulationParams) -> None:
+    """Captures fall on physics steps, at least one per planner period (checked when on)."""
+    if not sensing.enabled:
+        return
+    _whole_steps(f"{source}:sensing.mocap_rate_hz", sensing.mocap_rate_hz, sim.physics_dt)
+    if sensing.mocap_rate_hz < sim.planner_rate_hz:
+        raise ConfigError(
+            f"{source}:sensing.mocap_rate_hz: expected at least simulation.planner_rate_hz="
+            f"{sim.planner_rate_hz!r} Hz (a capture every planner period), got "
+            f"{sensing.mocap_rate_hz!r}")
+
+
+def _aero(path: str, table: dict) -> AeroParams:
+    checks = {
+        "air_density": _positive,
+        "load_drag_coeff": _non_negative,
+        "quadrotor_drag": lambda p, v: _vector(p, v, 3, _non_negative),
+        "rotor_drag_coeff": _non_negative,
+    }
+    return _fields_from(AeroParams, path, table, checks)
+
+
+def _wind(path: str, table: dict) -> WindParams:
+    checks = {
+        "mean": lambda p, v: _vector(p, v, 3),
+        "turbulence_sigma": lambda p, v: _vector(p, v, 3, _non_negative),
+        "turbulence_length": lambda p, v: _vector(p, v, 3, _positive),
+        "sample_dt": _positive,
+        "seed": lambda p, v: _integer(p, v, 0),
+    }
+    wind = _fields_from(WindParams, path, table, checks)
+    if wind.sample_dt > 0.1:
+        raise ConfigError(f"{path}.sample_dt: expected at most 0.1 s (turbulence changes "
+                          f"faster), got {wind.sample_dt!r}")
+    return wind
+
+
 def _mismatch(path: str, table: dict) -> MismatchParams:
     checks = {
         "load_mass_scale": _positive,
@@ -716,7 +927,7 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
     _check_table(
         source, data,
         {"gravity", "load", "quadrotor", "cable", "formation", "controller", "simulation",
-         "mismatch", "teacher"},
+         "mismatch", "teacher", "link", "sensing", "aero", "wind"},
     )
     load = _load(f"{source}:load", data.get("load", {}), None)
     n = len(load.attachments)
@@ -734,12 +945,18 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
     controller = _controller(f"{source}:controller", data.get("controller", {}))
     simulation = _simulation(f"{source}:simulation", data.get("simulation", {}))
     _check_rates(source, controller, simulation)
+    sensing = _sensing(f"{source}:sensing", data.get("sensing", {}))
+    _check_sensing_rate(source, sensing, simulation)
     return Config(
         system=system,
         controller=controller,
         simulation=simulation,
         mismatch=mismatch,
         teacher=_teacher(f"{source}:teacher", data.get("teacher", {})),
+        link=_link(f"{source}:link", data.get("link", {})),
+        sensing=sensing,
+        aero=_aero(f"{source}:aero", data.get("aero", {})),
+        wind=_wind(f"{source}:wind", data.get("wind", {})),
     )
 
 
@@ -768,24 +985,112 @@ def read_config_text(path: Path, what: str) -> str:
                           "expected a TOML file") from None
 
 
-def load_config(path: str | Path | None = None, uavs: int | None = None) -> Config:
+def read_toml(path: Path, what: str) -> dict:
+    """A TOML file parsed, or a ``ConfigError`` naming it (see ``read_config_text``)."""
+    text = read_config_text(path, what)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+
+
+def load_config(path: str | Path | None = None, uavs: int | None = None,
+                overrides: Sequence[str] = ()) -> Config:
     """Read a TOML configuration (the paper's setup when ``path`` is None).
 
-    ``uavs`` replaces the number of quadrotors, placing the attachment points on a regular
-    polygon of the configured mean radius.
+    ``overrides`` (``table.key=value``, as ``--set`` takes them) replace values of the parsed
+    document before it is validated as the file is. ``uavs`` replaces the number of
+    quadrotors, placing the attachment points on a regular polygon of the configured mean
+    radius.
     """
     if path is None:
         text = resources.files("cableload_sim.configs").joinpath(PAPER_CONFIG).read_text()
         source = PAPER_CONFIG
+        data = tomllib.loads(text)
     else:
         path = Path(path)
-        text = read_config_text(path, "config file")
         source = str(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{source}: not valid TOML: {err}") from err
-    config = config_from_dict(data, source)
+        data = read_toml(path, "config file")
+    config = build_with_overrides(data, overrides, lambda d: config_from_dict(d, source))
     if uavs is not None:
         config = config.with_uavs(uavs)
     return config
+
+
+# ---------------------------------------------------------------------------------------------
+# Overrides: ``table.key=value`` on the command line
+
+
+_KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./:-]*")
+
+
+@dataclass(frozen=True)
+class Override:
+    """One ``table.key=value``: the dotted key's parts and the value parsed as TOML."""
+
+    text: str
+    key: tuple[str, ...]
+    value: Any
+
+    @classmethod
+    def parse(cls, text: str) -> Override:
+        """``text`` as ``a.b.c=VALUE``, VALUE in TOML syntax (``0.5``, ``true``, ``[0.5, 0.4]``,
+        ``"name"``); a bare word such as ``paper`` is taken as a string."""
+        if not isinstance(text, str) or "=" not in text:
+            raise ConfigError(f"--set {text!r}: expected TABLE.KEY=VALUE, e.g. "
+                              "quadrotor.rotor.time_constant=0.03")
+        name, raw = (part.strip() for part in text.split("=", 1))
+        key = tuple(name.split("."))
+        if not all(_KEY_PART.fullmatch(part) for part in key):
+            raise ConfigError(f"--set {text!r}: {name!r} is not a dotted key; expected names of "
+                              "letters, digits, _ and - joined by dots, e.g. load.mass")
+        try:
+            value = tomllib.loads(f"value = {raw}")["value"]
+        except tomllib.TOMLDecodeError as err:
+            if not _BARE_WORD.fullmatch(raw):
+                raise ConfigError(
+                    f"--set {text!r}: {raw!r} is not a TOML value ({err}); expected e.g. 0.5, "
+                    'true, [0.5, 0.4, 0.1] or "text"') from None
+            value = raw
+        return cls(text, key, value)
+
+    def apply(self, data: dict) -> None:
+        """Set the value in the parsed document ``data``, making the tables it lacks."""
+        table = data
+        for depth, part in enumerate(self.key[:-1]):
+            inner = table.setdefault(part, {})
+            if not isinstance(inner, dict):
+                raise ConfigError(
+                    f"--set {self.text!r}: {'.'.join(self.key[:depth + 1])} is a value "
+                    f"({inner!r}), not a table")
+            table = inner
+        table[self.key[-1]] = self.value
+
+    def named_in(self, message: str) -> bool:
+        """Whether a validation error ``message`` is about this key."""
+        dotted = ".".join(self.key)
+        parent = ".".join(self.key[:-1])
+        return (re.search(rf"[:.]{re.escape(dotted)}\b", message) is not None
+                or (f"{parent}: unknown key {self.key[-1]!r}" in message)
+                or (not parent and f": unknown key {self.key[-1]!r}" in message))
+
+
+def build_with_overrides(data: dict, overrides: Sequence[str], build: Callable[[dict], Any]):
+    """``build(data)``, then, with ``overrides``, ``build`` of ``data`` with them applied.
+
+    The document alone is built first so that its own errors name the file; an error after
+    the overrides is theirs, and names the ones it is about (all of them when it cannot tell).
+    """
+    result = build(data)
+    if not overrides:
+        return result
+    parsed = [Override.parse(text) for text in overrides]
+    changed = copy.deepcopy(data)
+    for override in parsed:
+        override.apply(changed)
+    try:
+        return build(changed)
+    except ConfigError as err:
+        blamed = [o.text for o in parsed if o.named_in(str(err))] or [o.text for o in parsed]
+        raise ConfigError(f"--set {', '.join(map(repr, blamed))}: {err}") from None

@@ -17,6 +17,7 @@ from cableload_sim.feasibility import check_hover
 from cableload_sim.horizon import N_NODES
 from cableload_sim.params import Config
 from cableload_sim.statics import hover_geometry, hover_state
+from cableload_sim.wind import WindField
 from cableload_sim.world import UavTrajectory, WorldState
 
 
@@ -45,7 +46,8 @@ class SimulatorStats:
 class Simulator:
     """One load-cable-quadrotor system with its onboard controllers, stepped by numba kernels."""
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, rng: np.random.Generator | None = None):
+        """``rng`` draws the wind's turbulence (default: seeded with ``config.wind.seed``)."""
         check_hover(config)
         self.config = config
         self.nominal = config.system
@@ -54,13 +56,15 @@ class Simulator:
         sim = config.simulation
         self.h = sim.physics_dt
         self.decimation = layout.controller_decimation(config.controller, sim)
-        self.model = layout.pack_model(self.simulated)
+        self.model = layout.pack_model(self.simulated, config.aero)
         self.cmodel = layout.pack_model(self.nominal)
         self.gains = layout.pack_gains(config.controller, sim, self.nominal)
         self.log_every = max(1, round(1.0 / (sim.log_rate_hz * self.h)))
         self.x = np.zeros(layout.state_size(self.n))
         self.step = 0
         self._zero_wrench = np.zeros((1, 6))
+        self.wind = WindField(config.wind, np.random.default_rng(config.wind.seed)
+                              if rng is None else rng)
         self.reset(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
 
     @property
@@ -68,7 +72,9 @@ class Simulator:
         return self.step * self.h
 
     def reset(self, load_p, load_q) -> None:
-        """All bodies at rest in hover equilibrium around the load pose; controllers fresh."""
+        """All bodies at rest in hover equilibrium around the load pose; controllers fresh; a
+        new realization of the wind's turbulence."""
+        self.wind.restart()
         hover = hover_state(self.simulated, load_p, load_q, hover_geometry(self.simulated))
         x = np.zeros(layout.state_size(self.n))
         x[layout.LOAD_POS : layout.LOAD_POS + 3] = hover.load_p
@@ -122,16 +128,26 @@ class Simulator:
         rows = (self.step + n_steps) // self.log_every - self.step // self.log_every if log else 0
         log_x = np.empty((rows, self.x.size))
         log_tension = np.empty((rows, self.n))
-        written = kernels.advance(
-            self.x, self.ctrl, self.plans, self.plan_status, self.counters, self.model,
-            self.cmodel, self.gains, self.n, self.step, self.h, n_steps, self.decimation, wrench,
-            self.stats, self.fcache, self.fvalid, self.log_every if log else 0, log_x,
-            log_tension,
-        )
+        self.wind.cover((self.step + n_steps) * self.h)
+        written = kernels.advance(self.kernel_model(), self.kernel_data(), self.step, n_steps,
+                                  wrench, layout.SimLog(self.log_every if log else 0, log_x,
+                                                        log_tension))
         first = (self.step // self.log_every + 1) * self.log_every
         t = (first + self.log_every * np.arange(written)) * self.h
         self.step += n_steps
         return StepLog(t=t, x=log_x[:written], tension=log_tension[:written])
+
+    def kernel_model(self) -> layout.SimModel:
+        """The constant model the kernels step (arrays shared with this simulator)."""
+        return layout.SimModel(physics=self.model, nominal=self.cmodel, gains=self.gains,
+                               n=self.n, h=self.h, decimation=self.decimation,
+                               wind=self.wind.samples, wind_dt=self.wind.dt)
+
+    def kernel_data(self) -> layout.SimData:
+        """The data the kernels change in place (this simulator's own arrays)."""
+        return layout.SimData(x=self.x, ctrl=self.ctrl, plans=self.plans,
+                              plan_status=self.plan_status, counters=self.counters,
+                              stats=self.stats, fcache=self.fcache, fvalid=self.fvalid)
 
     def world_state(self) -> WorldState:
         return world_state_from(self.x, self.model, self.n, self.time)

@@ -62,6 +62,21 @@ class DaggerConfig:
     ``eval_s`` is 0) or ``last``."""
     seed: int = 0
     """Seeds everything: episode choices, disturbances, beta draws, initialization, batches."""
+    uavs: tuple[int, ...] = ()
+    """Numbers of quadrotors an episode is drawn with (one policy for all), e.g. [3, 4, 6];
+    empty: the system config's."""
+    system_overrides: tuple[str, ...] = ()
+    """``table.key=value`` changes to the system config for training and evaluation (as
+    ``--set`` takes them), e.g. ``"sensing.enabled=true"``, ``"link.enabled=true"``."""
+    perturb_rounds: int = 0
+    """Last rounds whose episodes each fly a system that differs from the planners' (the
+    paper's Table 10, drawn per episode within the ``perturb_*`` bounds below)."""
+    perturb_load_mass: float = 1.0
+    """Largest load mass scale (-): the simulated load weighs 1 to this times nominal."""
+    perturb_attachment_m: float = 0.03
+    """Largest shift of each attachment point, per axis (m)."""
+    perturb_cable_m: float = 0.035
+    """Largest change of each cable's length (m)."""
     validation_seed: int = 1_000_003
     """With ``[references]``: seed of the held-out references the student-only evaluation
     flies after each round (the same every round; training draws never use it)."""
@@ -113,7 +128,14 @@ def _build(cls, path: str, table: dict):
     for name, value in table.items():
         default = getattr(cls(), name)
         expected = type(default)
-        if isinstance(default, tuple):
+        if name == "uavs":
+            if not isinstance(value, list) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 9
+                    for v in value):
+                raise ConfigError(f"{path}.{name}: expected a list of quadrotor counts from 2 "
+                                  f"to 9, got {value!r}")
+            value = tuple(value)
+        elif isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}.{name}: expected a list of strings, got {value!r}")
             value = tuple(value)
@@ -174,6 +196,14 @@ def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
          d.validation_seed >= 0 and d.validation_seed != d.seed, ">= 0 and not dagger.seed"),
         ("dagger.validation_episodes", d.validation_episodes, d.validation_episodes >= 1,
          "at least 1"),
+        ("dagger.perturb_rounds", d.perturb_rounds, 0 <= d.perturb_rounds <= d.rounds,
+         "between 0 and dagger.rounds"),
+        ("dagger.perturb_load_mass", d.perturb_load_mass, 1.0 <= d.perturb_load_mass <= 3.0,
+         "between 1 and 3"),
+        ("dagger.perturb_attachment_m", d.perturb_attachment_m,
+         0.0 <= d.perturb_attachment_m <= 0.1, "between 0 and 0.1 m"),
+        ("dagger.perturb_cable_m", d.perturb_cable_m, 0.0 <= d.perturb_cable_m <= 0.2,
+         "between 0 and 0.2 m"),
     ]
     for name, value, ok, expected in checks:
         if not ok:

@@ -14,6 +14,7 @@ Everything random is drawn from generators seeded by the run's seed, the round a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -123,24 +124,59 @@ class EpisodeTask:
     seed: int
     options: dict | None = None
     """Options of the reference (``make_reference``), e.g. of a drawn one."""
+    uavs: int | None = None
+    """Number of quadrotors (None: the system config's)."""
+    overrides: tuple[str, ...] = ()
+    """``table.key=value`` changes to the system config."""
+    mismatch: dict | None = None
+    """``MismatchParams`` of the simulated system (what planners are not told)."""
 
 
 _WORKER_CACHE: dict = {}
 
 
-def _system_config(path: str):
+def _system_config(path: str, uavs: int | None = None, overrides: tuple[str, ...] = ()):
     from cableload_sim.params import load_config
 
-    return load_config(None if path == "paper" else path)
+    key = ("system", path, uavs, tuple(overrides))
+    if key not in _WORKER_CACHE:
+        _WORKER_CACHE[key] = load_config(None if path == "paper" else path, uavs=uavs,
+                                         overrides=tuple(overrides))
+    return _WORKER_CACHE[key]
 
 
-def _teacher(system_path: str):
+def _teacher(system_path: str, uavs: int | None = None, overrides: tuple[str, ...] = ()):
     from planners.teacher import TeacherPlanner
 
-    key = ("teacher", system_path)
+    key = ("teacher", system_path, uavs, tuple(overrides))
     if key not in _WORKER_CACHE:
-        _WORKER_CACHE[key] = TeacherPlanner.from_config(_system_config(system_path))
+        _WORKER_CACHE[key] = TeacherPlanner.from_config(_system_config(system_path, uavs,
+                                                                       overrides))
     return _WORKER_CACHE[key]
+
+
+def _with_mismatch(config, mismatch: dict | None):
+    """``config`` whose simulated system differs from the nominal one by ``mismatch``."""
+    if not mismatch:
+        return config
+    from cableload_sim.params import MismatchParams
+
+    params = MismatchParams(
+        load_mass_scale=float(mismatch["load_mass_scale"]),
+        attachment_offsets=tuple(tuple(map(float, row)) for row in
+                                 mismatch["attachment_offsets"]),
+        cable_length_deltas=tuple(map(float, mismatch["cable_length_deltas"])))
+    return dataclasses.replace(config, mismatch=params)
+
+
+def draw_mismatch(d, n: int, rng: np.random.Generator) -> dict:
+    """A perturbed system as the paper's Table 10 flew them: heavier load, shifted attachment
+    points, cables of other lengths, within the ``dagger.perturb_*`` bounds."""
+    return {"load_mass_scale": float(rng.uniform(1.0, d.perturb_load_mass)),
+            "attachment_offsets": rng.uniform(-d.perturb_attachment_m, d.perturb_attachment_m,
+                                              (n, 3)).round(4).tolist(),
+            "cable_length_deltas": rng.uniform(-d.perturb_cable_m, d.perturb_cable_m,
+                                               n).round(4).tolist()}
 
 
 def collect_episode(task: EpisodeTask) -> dict:
@@ -154,7 +190,8 @@ def collect_episode(task: EpisodeTask) -> dict:
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    config = _system_config(task.system_config)
+    nominal = _system_config(task.system_config, task.uavs, task.overrides)
+    config = _with_mismatch(nominal, task.mismatch)
     history = task.config["network"]["history"]
     if task.policy is not None:
         data = read_checkpoint(task.policy, f"round {task.round_index} policy")
@@ -164,7 +201,8 @@ def collect_episode(task: EpisodeTask) -> dict:
     student = StudentPlanner.from_config(config, policy, history,
                                          frame=task.config["network"]["frame"])
     rng = np.random.default_rng(task.seed)
-    planner = DaggerPlanner(_teacher(task.system_config), student, task.beta, rng)
+    planner = DaggerPlanner(_teacher(task.system_config, task.uavs, task.overrides), student,
+                            task.beta, rng)
     reference = make_reference(task.trajectory, orientation=task.orientation,
                                **(task.options or {}))
     p0, q0 = reference.start_pose()
@@ -179,6 +217,7 @@ def collect_episode(task: EpisodeTask) -> dict:
     arrays = planner.arrays(task.episode)
     return {"arrays": arrays, "status": result.status.value,
             "reference": f"{task.trajectory} ({task.orientation})",
+            "uavs": config.system.n_uavs, "perturbed": bool(task.mismatch),
             "rmse_position_m": result.metrics["rmse_position_m"],
             "student_decisions": planner.student_decisions,
             "wall_s": time.perf_counter() - start, "episode": task.episode}
@@ -387,6 +426,7 @@ def _check_dataset_fits(config: TrainConfig, system_config) -> None:
 
 def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng,
                   system_config) -> ReferenceSpec:
+    """The reference of one episode, for ``system_config`` (its number of quadrotors)."""
     d = config.dagger
     if config.references is not None:
         return config.references.draw(rng, system_config, d.episode_s)
@@ -401,28 +441,40 @@ def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng,
     return ReferenceSpec(trajectory, orientation)
 
 
-def validation_references(config: TrainConfig, system_config) -> list[ReferenceSpec]:
-    """What the student-only evaluation after each round flies: held-out draws of the
-    distribution (``dagger.validation_seed``), or the first named trajectory."""
+def training_system(config: TrainConfig, uavs: int | None = None):
+    """The nominal system config training flies (with ``dagger.system_overrides``)."""
+    return _system_config(config.system_config, uavs, config.dagger.system_overrides)
+
+
+def validation_references(config: TrainConfig) -> list[tuple[ReferenceSpec, int | None]]:
+    """What the student-only evaluation after each round flies, with its number of
+    quadrotors: held-out draws of the distribution (``dagger.validation_seed``), cycling over
+    ``dagger.uavs``, or the first named trajectory."""
     d = config.dagger
+    counts = list(d.uavs) or [None]
     if config.references is not None:
-        return config.references.sample(d.validation_seed, d.validation_episodes, system_config,
-                                        d.eval_s)
+        rng = np.random.default_rng(d.validation_seed)
+        out = []
+        for e in range(d.validation_episodes):
+            n = counts[e % len(counts)]
+            out.append((config.references.draw(rng, training_system(config, n), d.eval_s), n))
+        return out
     orientation = "constant" if d.orientation == "both" else d.orientation
-    return [ReferenceSpec(d.trajectories[0], orientation)]
+    return [(ReferenceSpec(d.trajectories[0], orientation), n) for n in counts]
 
 
-def _evaluate(net: StudentNet, config: TrainConfig, system_config,
-              references: list[ReferenceSpec]) -> dict:
+def _evaluate(net: StudentNet, config: TrainConfig,
+              references: list[tuple[ReferenceSpec, int | None]]) -> dict:
     """The student alone on each validation reference: mean RMSE, worst status."""
     from backends import make_backend
     from backends.runner import run_episode
 
     d = config.dagger
-    student = StudentPlanner.from_config(system_config, TorchPolicy(net), net.config.history,
-                                         frame=net.config.frame)
     positions, orientations, statuses = [], [], []
-    for spec in references:
+    for spec, n in references:
+        system_config = training_system(config, n)
+        student = StudentPlanner.from_config(system_config, TorchPolicy(net),
+                                             net.config.history, frame=net.config.frame)
         result = run_episode(make_backend("embedded", system_config), student, spec.build(),
                              d.eval_s,
                              collision_distance=system_config.simulation.collision_distance_m,
@@ -453,7 +505,7 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
     from tqdm import tqdm
 
     validate(config)
-    system_config = _system_config(config.system_config)
+    system_config = training_system(config, max(config.dagger.uavs, default=None))
     _check_dataset_fits(config, system_config)
     check_references_flyable(config, system_config, force, warn)
     if config.training.torch_threads:
@@ -486,7 +538,7 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
         optimizer.load_state_dict(data["optimizer"])
         first = last + 1
     summary = [row for row in store.read_summary() if row["round"] < first]
-    validation = validation_references(config, system_config) if d.eval_s > 0 else []
+    validation = validation_references(config) if d.eval_s > 0 else []
     pool = make_executor(executor, config.training.workers, address)
     beta = betas(d.rounds)
     completed_now = 0
@@ -502,7 +554,11 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                 policy = None if k == 0 else checkpoint_bytes(net)
                 tasks = []
                 for e in range(d.episodes_per_round):
-                    spec = _episode_plan(config, k, e, rng, system_config)
+                    n = int(rng.choice(d.uavs)) if d.uavs else None
+                    spec = _episode_plan(config, k, e, rng, training_system(config, n))
+                    perturbed = k >= d.rounds - d.perturb_rounds
+                    mismatch = (draw_mismatch(d, training_system(config, n).system.n_uavs, rng)
+                                if perturbed else None)
                     disturbed = k >= d.rounds - d.disturbance_rounds
                     tasks.append(EpisodeTask(
                         config=resolved, system_config=config.system_config, round_index=k,
@@ -511,7 +567,8 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                         disturbance=(d.disturbance_force, d.disturbance_torque) if disturbed
                         else None,
                         policy=policy, seed=int(rng.integers(2**31)),
-                        options=dict(spec.options)))
+                        options=dict(spec.options), uavs=n, overrides=d.system_overrides,
+                        mismatch=mismatch))
                 collected = pool.map(collect_episode, tasks)
                 shard = {key: np.concatenate([c["arrays"][key] for c in collected])
                          for key in collected[0]["arrays"]}
@@ -538,12 +595,13 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             t_train = time.perf_counter() - t_round - t_collect
             row = {"round": k, "beta": float(beta[k]), "samples": len(data),
                    "loss": loss, "collect_s": t_collect, "train_s": t_train,
-                   "episodes": [{k2: c[k2] for k2 in ("reference", "status", "rmse_position_m",
+                   "episodes": [{k2: c[k2] for k2 in ("reference", "uavs", "perturbed", "status",
+                                                      "rmse_position_m",
                                                       "student_decisions", "wall_s")}
                                 for c in collected] if collected else "reused"}
             if d.eval_s > 0:
                 t_eval = time.perf_counter()
-                row.update(_evaluate(net, config, system_config, validation))
+                row.update(_evaluate(net, config, validation))
                 row["eval_wall_s"] = time.perf_counter() - t_eval
             # the summary first: a round counts as done once its checkpoint exists, so a kill
             # between the two redoes the round (its row is dropped on resume), never loses it

@@ -146,7 +146,7 @@ class Samples:
 
     def __init__(self, shards: list[dict]):
         self.shards = shards
-        sizes = [len(shard["t"]) for shard in shards]
+        sizes = [len(shard["target"]) for shard in shards]
         self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     def __len__(self) -> int:

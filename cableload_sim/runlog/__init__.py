@@ -10,6 +10,9 @@ both, plus a few topics of the simulator's own:
 - ``/cableload/load/odometry``: ``nav_msgs/Odometry``, every sample;
 - ``/cableload/load/reference``: ``geometry_msgs/PoseStamped``, every sample;
 - ``/cableload/cable_tension``: ``cableload_msgs/CableTension``, every sample;
+- ``/cableload/observed/load/odometry`` and ``/cableload/observed/<quad>/odometry``:
+  ``nav_msgs/Odometry``, every plan: the state the plan was made from, as the planner observed
+  it (with ``[sensing]`` on, the filters' estimate; the other topics hold the true state);
 - ``/cableload/config``: ``std_msgs/String`` (JSON, latched), once at the start;
 - ``/cableload/metrics``: ``std_msgs/String`` (JSON, latched), once at the end.
 
@@ -69,6 +72,8 @@ from cableload_sim.runlog.topics import (
     LOAD_POSE_TOPIC,
     LOAD_REFERENCE_TOPIC,
     METRICS_TOPIC,
+    OBSERVED_LOAD_TOPIC,
+    OBSERVED_ODOMETRY_TOPIC,
     ODOMETRY,
     ODOMETRY_TOPIC,
     POSE_STAMPED,
@@ -94,7 +99,8 @@ from cableload_sim.runlog.writer import (
 __all__ = [
     "BagConnection", "CABLE_TENSION", "CONFIG_TOPIC", "FORMAT", "LOAD_ODOMETRY_TOPIC",
     "LOAD_POSE_TOPIC", "LOAD_REFERENCE_TOPIC", "LoggedPlan", "METRICS_TOPIC", "MessageBuilder",
-    "ODOMETRY", "ODOMETRY_TOPIC", "POSE_STAMPED", "QUAD_STATE", "REFERENCE", "RawMessage",
+    "OBSERVED_LOAD_TOPIC", "OBSERVED_ODOMETRY_TOPIC", "ODOMETRY", "ODOMETRY_TOPIC",
+    "POSE_STAMPED", "QUAD_STATE", "REFERENCE", "RawMessage",
     "RunLog", "RunLogWriter", "STATE_TOPIC", "STRING", "TENSION_TOPIC", "TRAJECTORY_TOPIC",
     "VERSION", "WORLD_FRAME", "active_path", "check_output_path", "default_quad_names",
     "estimated_size", "make_typestore", "message_md5", "metrics_from_bag", "read_raw_messages",

@@ -35,6 +35,8 @@ from cableload_sim.runlog.topics import (
     LOAD_POSE_TOPIC,
     LOAD_REFERENCE_TOPIC,
     METRICS_TOPIC,
+    OBSERVED_LOAD_TOPIC,
+    OBSERVED_ODOMETRY_TOPIC,
     ODOMETRY_TOPIC,
     STATE_TOPIC,
     TENSION_TOPIC,
@@ -122,6 +124,9 @@ class RunLog:
     time_origin_ns: int = 0
     """ROS time of ``t = 0``: 0 for run logs (simulation time), the first sample's stamp for
     other bags (flights stamped with wall-clock time)."""
+    observed: WorldSamples | None = None
+    """The states the plans were made from, as the planners observed them, at the plan times
+    (rotor speeds and tensions NaN); None if not recorded."""
 
     @property
     def status(self) -> str | None:
@@ -184,7 +189,7 @@ def read_run(path) -> RunLog:
                                              relative=info.get("format") != FORMAT)
     plans = _plans(by_topic, quad_names, origin)
     return RunLog(path, samples, ref_p, ref_q, plans, info.get("config"), metrics, system,
-                  quad_names, info, indexed, origin)
+                  quad_names, info, indexed, origin, _observed(by_topic, quad_names, origin))
 
 
 def require_samples(run: RunLog) -> RunLog:
@@ -412,6 +417,28 @@ def _samples(by_topic: dict, quad_names: list[str], relative: bool):
     if reference is None or k == 0:
         return samples, None, None, origin
     return samples, reference.at(times, "p"), reference.attitude_at(times, "q"), origin
+
+
+def _observed(by_topic: dict, quad_names: list[str], origin: int) -> WorldSamples | None:
+    """The observed states at the observed load's stamps, when every body's were recorded."""
+    load = _odometry_series(by_topic.get(OBSERVED_LOAD_TOPIC))
+    quads = [_odometry_series(by_topic.get(OBSERVED_ODOMETRY_TOPIC.format(quad=q)))
+             for q in quad_names]
+    if load is None or any(q is None for q in quads):
+        return None
+    times = load.stamps
+    k, n = len(times), len(quad_names)
+    load_q = load.at(times, "q")
+    uav_q = np.stack([q.attitude_at(times, "q") for q in quads], axis=1)
+    uav_v_body = np.stack([q.at(times, "v_body") for q in quads], axis=1)
+    return WorldSamples(
+        t=(times - origin) / 1e9, load_p=load.at(times, "p"), load_q=load_q,
+        load_v=np.einsum("kij,kj->ki", quat_to_matrix(load_q), load.at(times, "v_body")),
+        load_omega=load.at(times, "omega"),
+        uav_p=np.stack([q.at(times, "p") for q in quads], axis=1), uav_q=uav_q,
+        uav_v=np.einsum("knij,knj->kni", quat_to_matrix(uav_q), uav_v_body),
+        uav_omega=np.stack([q.at(times, "omega") for q in quads], axis=1),
+        rotor_speeds=np.full((k, n, 4), np.nan), cable_tension=np.full((k, n), np.nan))
 
 
 def _finite_differences(t: np.ndarray, p: np.ndarray, q: np.ndarray):

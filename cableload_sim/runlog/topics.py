@@ -19,6 +19,8 @@ LOAD_POSE_TOPIC = "/mocap/load/pose"
 LOAD_ODOMETRY_TOPIC = "/cableload/load/odometry"
 LOAD_REFERENCE_TOPIC = "/cableload/load/reference"
 TENSION_TOPIC = "/cableload/cable_tension"
+OBSERVED_LOAD_TOPIC = "/cableload/observed/load/odometry"
+OBSERVED_ODOMETRY_TOPIC = "/cableload/observed/{quad}/odometry"
 CONFIG_TOPIC = "/cableload/config"
 METRICS_TOPIC = "/cableload/metrics"
 

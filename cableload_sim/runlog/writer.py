@@ -31,6 +31,8 @@ from cableload_sim.runlog.topics import (
     LOAD_POSE_TOPIC,
     LOAD_REFERENCE_TOPIC,
     METRICS_TOPIC,
+    OBSERVED_LOAD_TOPIC,
+    OBSERVED_ODOMETRY_TOPIC,
     ODOMETRY,
     ODOMETRY_TOPIC,
     POSE_STAMPED,
@@ -44,7 +46,7 @@ from cableload_sim.runlog.topics import (
     default_quad_names,
     make_typestore,
 )
-from cableload_sim.world import UavTrajectory, WorldSamples
+from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
 
 RECORD_OVERHEAD = 58
 """Bytes a bag spends on each message besides its data: the record header (op, conn, time:
@@ -105,6 +107,8 @@ def estimated_size(n_uavs: int, duration_s: float, sample_rate_hz: float, plan_r
                            ODOMETRY)
         points = [msg.setpoint(0, 0.0, zeros, zeros, zeros, zeros, zeros)] * nodes
         per_plan += size(msg.Reference(header, points), REFERENCE)
+    per_plan += (n_uavs + 1) * size(msg.odometry(header, "load", zeros, unit, zeros, zeros),
+                                    ODOMETRY)  # the observed states
     return float(duration_s) * (sample_rate_hz * per_sample + plan_rate_hz * per_plan)
 
 
@@ -172,6 +176,8 @@ class RunLogWriter:
                 self._add(STATE_TOPIC.format(quad=quad), QUAD_STATE)
                 self._add(ODOMETRY_TOPIC.format(quad=quad), ODOMETRY)
                 self._add(TRAJECTORY_TOPIC.format(quad=quad), REFERENCE)
+                self._add(OBSERVED_ODOMETRY_TOPIC.format(quad=quad), ODOMETRY)
+            self._add(OBSERVED_LOAD_TOPIC, ODOMETRY)
             self._add(LOAD_POSE_TOPIC, POSE_STAMPED)
             self._add(LOAD_ODOMETRY_TOPIC, ODOMETRY)
             self._add(LOAD_REFERENCE_TOPIC, POSE_STAMPED)
@@ -213,6 +219,27 @@ class RunLogWriter:
                 ]
                 topic = TRAJECTORY_TOPIC.format(quad=quad)
                 self._write(topic, stamp, msg.Reference(self._header(topic, stamp), points))
+
+    def observed(self, state: WorldState) -> None:
+        """The state a plan was made from, as the planner observed it (the sensors' estimate
+        when the backend has sensors; the true state otherwise)."""
+        self._check_open()
+        if state.n_uavs != len(self.quad_names):
+            raise ValueError(f"observed: expected {len(self.quad_names)} quadrotors, "
+                             f"got {state.n_uavs}")
+        stamp = ros_time_ns(state.t)
+        msg = self._msg
+        with self._disk():
+            v_body = quat_to_matrix(state.load_q).T @ state.load_v
+            self._write(OBSERVED_LOAD_TOPIC, stamp, msg.odometry(
+                self._header(OBSERVED_LOAD_TOPIC, stamp), "load", state.load_p.tolist(),
+                state.load_q.tolist(), v_body.tolist(), state.load_omega.tolist()))
+            for i, quad in enumerate(self.quad_names):
+                v_body = quat_to_matrix(state.uav_q[i]).T @ state.uav_v[i]
+                topic = OBSERVED_ODOMETRY_TOPIC.format(quad=quad)
+                self._write(topic, stamp, msg.odometry(
+                    self._header(topic, stamp), f"{quad}/body", state.uav_p[i].tolist(),
+                    state.uav_q[i].tolist(), v_body.tolist(), state.uav_omega[i].tolist()))
 
     def samples(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None:
         """Samples with the load reference at the same times; flushes every simulated second."""

@@ -7,7 +7,7 @@ handled together with array operations, rotations come from ``cableload_sim.rota
 Every function here is pure: its inputs are never modified and new arrays are returned.
 
 The drift of axially symmetric bodies is the exact two-turn flow described in
-``kernels._drift``; other bodies use the five-turn splitting. Without a force cache, ``advance``
+``kernels.integrator.drift``; other bodies use the five-turn splitting. Without a force cache, ``advance``
 evaluates the first step's forces at the given state with its stored velocities, as
 ``kernels.advance`` does.
 
@@ -53,6 +53,9 @@ class QuadModel:
     motor_tau: float
     alloc: np.ndarray  # (4, 4) rotor thrusts -> [thrust, torque]
     alloc_inv: np.ndarray  # (4, 4)
+    frame_drag: np.ndarray  # (3,) 1/2 rho C_d A per body axis (kg/m)
+    rotor_drag: float  # k_d (kg/rad)
+    rotor_xy: np.ndarray  # (4, 2) hub positions, body frame
 
 
 def quad_model(model: np.ndarray, i: int) -> QuadModel:
@@ -67,6 +70,9 @@ def quad_model(model: np.ndarray, i: int) -> QuadModel:
         motor_tau=float(model[b + L.QM_MOTOR_TAU]),
         alloc=_vec(model, b + L.QM_ALLOC, 16).reshape(4, 4),
         alloc_inv=_vec(model, b + L.QM_ALLOC_INV, 16).reshape(4, 4),
+        frame_drag=_vec(model, b + L.QM_FRAME_DRAG),
+        rotor_drag=float(model[b + L.QM_ROTOR_DRAG]),
+        rotor_xy=_vec(model, b + L.QM_ROTOR_XY, 8).reshape(4, 2),
     )
 
 
@@ -88,6 +94,11 @@ class Model:
     stiffness: np.ndarray  # (n,)
     damping: np.ndarray  # (n,)
     load_attach: np.ndarray  # (n, 3) load frame
+    aero: bool  # whether drag acts
+    load_drag: np.ndarray  # (3,) 1/2 rho C_d A per load axis (kg/m)
+    frame_drag: np.ndarray  # (n, 3)
+    rotor_drag: np.ndarray  # (n,)
+    rotor_xy: np.ndarray  # (n, 4, 2)
 
 
 def unpack_model(model: np.ndarray, n: int) -> Model:
@@ -108,6 +119,11 @@ def unpack_model(model: np.ndarray, n: int) -> Model:
         stiffness=cables[:, L.CM_STIFFNESS],
         damping=cables[:, L.CM_DAMPING],
         load_attach=cables[:, L.CM_LOAD_ATTACH : L.CM_LOAD_ATTACH + 3],
+        aero=bool(model[L.M_AERO] != 0.0),
+        load_drag=_vec(model, L.M_LOAD_DRAG),
+        frame_drag=np.stack([q.frame_drag for q in quads]),
+        rotor_drag=np.array([q.rotor_drag for q in quads]),
+        rotor_xy=np.stack([q.rotor_xy for q in quads]),
     )
 
 
@@ -208,7 +224,23 @@ class Forces(NamedTuple):
     tension: np.ndarray  # (n,)
 
 
-def _forces(b: Bodies, M: Model, wrench: np.ndarray) -> Forces:
+def aero_forces(b: Bodies, M: Model, wind, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drag of the air moving at ``wind`` (world, m/s): (force (n+1, 3) world, torque
+    (n+1, 3) body). Per axis of each body's frame, ``-c_k |u_k| u_k`` of the airspeed u in that
+    frame; on each rotor, ``-k_d w (u + omega x r_hub)`` in the rotor plane, at the hub."""
+    u = _rotate_back(R, b.vel - np.asarray(wind, dtype=float))  # (n+1, 3) body frames
+    coeff = np.vstack([M.load_drag, M.frame_drag])
+    drag = -coeff * np.abs(u) * u
+    hubs = np.concatenate([M.rotor_xy, np.zeros((b.n, 4, 1))], axis=2)  # (n, 4, 3)
+    hub_air = u[1:, None, :] + np.cross(b.rate[1:, None, :], hubs)
+    rotor = -(M.rotor_drag[:, None] * b.rotor)[..., None] * hub_air * [1.0, 1.0, 0.0]
+    drag[1:] += rotor.sum(axis=1)
+    torque = np.zeros_like(drag)
+    torque[1:] = np.cross(hubs, rotor).sum(axis=1)
+    return _rotate(R, drag), torque
+
+
+def _forces(b: Bodies, M: Model, wrench: np.ndarray, wind=(0.0, 0.0, 0.0)) -> Forces:
     wrench = np.asarray(wrench, dtype=float)
     R = quat_to_matrix(b.quat)  # (n+1, 3, 3)
     R_load, R_quad = R[0], R[1:]
@@ -235,13 +267,26 @@ def _forces(b: Bodies, M: Model, wrench: np.ndarray) -> Forces:
     force[1:] -= pull
     torque[0] += np.cross(rho, pull @ R_load).sum(axis=0)  # rho x (R_L^T f)
     torque[1:] += np.cross(s, _rotate_back(R_quad, -pull))
+
+    if M.aero:
+        drag, drag_torque = aero_forces(b, M, wind, R)
+        force += drag
+        torque += drag_torque
     return Forces(force, torque, tension)
 
 
-def compute_forces(x, model, n, wrench):
-    """Twin of ``kernels.compute_forces``: (force (n+1,3) world, torque (n+1,3) body,
-    tension (n,)) at state x, with the external world ``wrench`` (6,) on the load."""
-    return tuple(_forces(unpack_state(x, n), unpack_model(model, n), wrench))
+def compute_forces(x, model, n, wrench, wind=(0.0, 0.0, 0.0)):
+    """Twin of ``kernels.forces_in_wind``: (force (n+1,3) world, torque (n+1,3) body,
+    tension (n,)) at state x, with the external world ``wrench`` (6,) on the load, in the
+    ``wind`` (world, m/s)."""
+    return tuple(_forces(unpack_state(x, n), unpack_model(model, n), wrench, wind))
+
+
+def wind_at(wind: np.ndarray, wind_dt: float, t: float) -> np.ndarray:
+    """Twin of ``kernels.wind_at``: samples every wind_dt from 0, linear between them, the last
+    held."""
+    times = wind_dt * np.arange(len(wind))
+    return np.array([np.interp(t, times, wind[:, k]) for k in range(3)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,20 +373,21 @@ def _motors(b: Bodies, rotor_cmd: np.ndarray, M: Model, h: float) -> Bodies:
 class _Integrator:
     """Velocity Verlet with first-same-as-last forces: holds the forces at the current state."""
 
-    def __init__(self, b: Bodies, M: Model, wrench: np.ndarray):
+    def __init__(self, b: Bodies, M: Model, wrench: np.ndarray, wind=(0.0, 0.0, 0.0)):
         self.M = M
         self.bodies = b
-        self.forces = _forces(b, M, wrench)  # uses the state's own velocities for damping
+        self.forces = _forces(b, M, wrench, wind)  # the state's own velocities for damping
         self.mom = angular_momenta(b, M)
 
-    def step(self, rotor_cmd: np.ndarray, h: float, wrench_end: np.ndarray) -> Forces:
+    def step(self, rotor_cmd: np.ndarray, h: float, wrench_end: np.ndarray,
+             wind_end=(0.0, 0.0, 0.0)) -> Forces:
         M = self.M
         b, mom = _kick(self.bodies, self.mom, self.forces, M, 0.5 * h)
         b, mom = _drift(b, mom, M, h)
         b = replace(b, rate=_rates(mom, M))
         b = _motors(b, rotor_cmd, M, h)
         # forces at the new positions with half-step velocities, reused at the next step start
-        self.forces = _forces(b, M, wrench_end)
+        self.forces = _forces(b, M, wrench_end, wind_end)
         self.bodies, self.mom = _kick(b, mom, self.forces, M, 0.5 * h)
         return self.forces
 
@@ -701,7 +747,7 @@ class AdvanceResult(NamedTuple):
 
 def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step0, h, n_steps,
             decimation, wrench, stats, log_every, log_x, log_tension,
-            fcache=None) -> AdvanceResult:
+            fcache=None, wind=None, wind_dt=1.0) -> AdvanceResult:
     """Twin of ``kernels.advance``; returns new arrays instead of writing in place.
 
     Per step k (global index step0 + k, time (step0 + k) h): the controllers first when the
@@ -709,8 +755,10 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
     ended with), then kick, drift, rates, motors, forces at the new state (wrench row k, the
     last row repeating), kick, slack statistics, logging. The forces of the first kick are
     those of the previous step's end (FSAL), from ``fcache`` (n+1, 6) when given; otherwise
-    those at x with ``wrench[0]``.
+    those at x with ``wrench[0]``. ``wind`` (rows, 3): samples every ``wind_dt`` (``wind_at``),
+    forces at the time they are evaluated at; None: still air.
     """
+    wind = np.zeros((1, 3)) if wind is None else np.asarray(wind, dtype=float)
     M = unpack_model(model, n)
     ctrl = np.array(ctrl, dtype=float)
     plan_status = np.array(plan_status)
@@ -721,7 +769,7 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
     wrench = np.asarray(wrench, dtype=float)
     rows = 0
     infos = []
-    integ = _Integrator(unpack_state(x, n), M, wrench[0])
+    integ = _Integrator(unpack_state(x, n), M, wrench[0], wind_at(wind, wind_dt, step0 * h))
     if fcache is not None:
         integ.forces = integ.forces._replace(force=np.array(fcache[:, :3], dtype=float),
                                              torque=np.array(fcache[:, 3:], dtype=float))
@@ -738,7 +786,8 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
             infos.append(update_infos)
             stats = _sampled_statistics(stats, integ.bodies, M)
         rotor_cmd = ctrl[:, L.CS_ROTOR_CMD : L.CS_ROTOR_CMD + 4]
-        fr = integ.step(rotor_cmd, h, wrench[min(k, len(wrench) - 1)])
+        fr = integ.step(rotor_cmd, h, wrench[min(k, len(wrench) - 1)],
+                        wind_at(wind, wind_dt, (step + 1) * h))
         stats = _slack_statistics(stats, fr.tension, h)
         if log_every > 0 and (step + 1) % log_every == 0 and rows < log_x.shape[0]:
             log_x[rows] = pack_state(integ.bodies)

@@ -32,9 +32,11 @@ def run_physics(system, x, steps, h=1e-3, rotor_cmd=None, log_every=1):
     gains = np.zeros(layout.G_SIZE)
     x = x.copy()
     fcache, fvalid = layout.empty_force_cache(n)
-    kernels.advance(x, ctrl, plans, status, counters, model, model, gains, n, 1, h, steps,
-                    NO_CONTROLLER, np.zeros((1, 6)), stats, fcache, fvalid, log_every, log_x,
-                    log_t)
+    sys = layout.SimModel(physics=model, nominal=model, gains=gains, n=n, h=h,
+                          decimation=NO_CONTROLLER, wind=layout.still_air(), wind_dt=1.0)
+    data = layout.SimData(x=x, ctrl=ctrl, plans=plans, plan_status=status, counters=counters,
+                          stats=stats, fcache=fcache, fvalid=fvalid)
+    kernels.advance(sys, data, 1, steps, np.zeros((1, 6)), layout.SimLog(log_every, log_x, log_t))
     return log_x, log_t, stats
 
 
@@ -216,9 +218,12 @@ def test_external_wrench_accelerates_the_load(paper_config):
     plans, status = layout.empty_plans(n)
     log_x, log_t = np.empty((steps, x.size)), np.empty((steps, n))
     fcache, fvalid = layout.empty_force_cache(n)
-    kernels.advance(x, ctrl, plans, status, np.zeros((n, layout.K_SIZE)), model, model,
-                    np.zeros(layout.G_SIZE), n, 1, h, steps, NO_CONTROLLER, wrench,
-                    layout.new_stats(n), fcache, fvalid, 1, log_x, log_t)
+    sys = layout.SimModel(physics=model, nominal=model, gains=np.zeros(layout.G_SIZE), n=n, h=h,
+                          decimation=NO_CONTROLLER, wind=layout.still_air(), wind_dt=1.0)
+    data = layout.SimData(x=x, ctrl=ctrl, plans=plans, plan_status=status,
+                          counters=np.zeros((n, layout.K_SIZE)), stats=layout.new_stats(n),
+                          fcache=fcache, fvalid=fvalid)
+    kernels.advance(sys, data, 1, steps, wrench, layout.SimLog(1, log_x, log_t))
     assert np.all(log_t == 0.0)  # the cables never pulled
     t = steps * h
     load = system.load

@@ -99,10 +99,13 @@ class Loop:
         x, ctrl = x.copy(), ctrl.copy()
         counters = np.zeros((self.n, layout.K_SIZE))
         fcache, fvalid = layout.empty_force_cache(self.n)
-        kernels.advance(x, ctrl, self.plans.copy(), self.status.copy(), counters, self.model,
-                        self.model, self.gains, self.n, 0, self.h, steps, self.decimation,
-                        np.zeros((1, 6)), layout.new_stats(self.n), fcache, fvalid, 0,
-                        np.empty((0, x.size)), np.empty((0, self.n)))
+        sys = layout.SimModel(physics=self.model, nominal=self.model, gains=self.gains,
+                              n=self.n, h=self.h, decimation=self.decimation,
+                              wind=layout.still_air(), wind_dt=1.0)
+        data = layout.SimData(x=x, ctrl=ctrl, plans=self.plans.copy(),
+                              plan_status=self.status.copy(), counters=counters,
+                              stats=layout.new_stats(self.n), fcache=fcache, fvalid=fvalid)
+        kernels.advance(sys, data, 0, steps, np.zeros((1, 6)), layout.no_log(self.n))
         return x, ctrl
 
 

@@ -266,10 +266,11 @@ def kernel_advance(sim, x, ctrl, plans, status, counters, step0, n_steps, wrench
     forces, valid = layout.empty_force_cache(n) if fcache is None else (a.copy() for a in fcache)
     log_x = np.full((log_rows, x.size), np.nan)
     log_tension = np.full((log_rows, n), np.nan)
-    rows = kernels.advance(x, ctrl, plans, status, counters,
-                           sim.model if model is None else model, sim.cmodel, sim.gains, n,
-                           step0, sim.h, n_steps, sim.decimation, np.atleast_2d(wrench), stats,
-                           forces, valid, log_every, log_x, log_tension)
+    sys = sim.kernel_model()._replace(physics=sim.model if model is None else model)
+    data = layout.SimData(x=x, ctrl=ctrl, plans=plans, plan_status=status, counters=counters,
+                          stats=stats, fcache=forces, fvalid=valid)
+    rows = kernels.advance(sys, data, step0, n_steps, np.atleast_2d(wrench),
+                           layout.SimLog(log_every, log_x, log_tension))
     return dict(x=x, ctrl=ctrl, plan_status=status, counters=counters, stats=stats, rows=rows,
                 log_x=log_x, log_tension=log_tension, fcache=(forces, valid))
 
@@ -352,6 +353,9 @@ def test_physics_step_obeys_the_laws_of_motion(n):
     velocity v + h F / (2 m)."""
     rng = np.random.default_rng(250 + n)
     sim = make_sim(n)
+    # without the air: drag acts at the half-step velocities, which a law stated on the step's
+    # two ends does not see (drag is checked in test_aero)
+    sim.model = layout.pack_model(sim.simulated)
     h = sim.h
     for trial in range(3):
         x0 = random_state(sim, rng, taut=range(n), spin=2.0)
@@ -805,15 +809,15 @@ def _subprocess_main(mode: str, out: str) -> None:
         result["single_" + key] = single[key]
     if mode == "clean":
         stack = lambda a: np.stack([a] * BATCH_B)  # noqa: E731
-        batch = dict(x=stack(x), ctrl=stack(sim.ctrl), plan_status=stack(status),
-                     counters=stack(sim.counters), stats=stack(layout.new_stats(n)))
         forces, valid = layout.empty_force_cache(n)
-        kernels.advance_batch(batch["x"], batch["ctrl"], stack(plans), batch["plan_status"],
-                              batch["counters"], stack(sim.model), sim.cmodel, sim.gains, n, 0,
-                              sim.h, steps, sim.decimation, stack(wrench), batch["stats"],
-                              stack(forces), stack(valid))
-        for key, value in batch.items():
-            result["batch_" + key] = value
+        batch = layout.SimData(x=stack(x), ctrl=stack(sim.ctrl), plans=stack(plans),
+                               plan_status=stack(status), counters=stack(sim.counters),
+                               stats=stack(layout.new_stats(n)), fcache=stack(forces),
+                               fvalid=stack(valid))
+        kernels.advance_batch(sim.kernel_model(), stack(sim.model), batch, 0, steps,
+                              stack(wrench))
+        for key in ("x", "ctrl", "plan_status", "counters", "stats"):
+            result["batch_" + key] = getattr(batch, key)
     result["x0"] = x
     np.savez(out, **result)
 

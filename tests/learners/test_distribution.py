@@ -102,11 +102,43 @@ def test_dagger_flies_draws_and_validates_on_held_out_ones(tmp_path, paper_confi
     assert len(flown) == 4 and len(set(flown)) >= 2  # drawn, not one named trajectory
     assert all(row["eval_completed"] == 2 for row in summary)
     assert all(row["eval_wall_s"] > 0.0 for row in summary)
-    validation = [s.as_dict() for s in validation_references(config, paper_config)]
+    validation = [spec.as_dict() for spec, _ in validation_references(config)]
     training = [config.references.draw(__import__("numpy").random.default_rng([5, k]),
                                        paper_config, 3.0).as_dict() for k in range(2)]
     assert not any(v == t for v in validation for t in training)
     assert (tmp_path / "run" / "policy").is_dir()
+
+
+def test_dagger_mixes_quadrotor_counts_and_perturbed_systems(tmp_path):
+    """Episodes drawn with 3 and 4 quadrotors, the last round's on perturbed systems (heavier
+    load, shifted attachments, other cable lengths), one policy for both."""
+    from learners.config import train_config_from_dict
+    from learners.dagger import train
+
+    tiny = {**TINY, "dagger": {**TINY["dagger"], "uavs": [3, 4], "episodes_per_round": 3,
+                               "perturb_rounds": 1, "perturb_load_mass": 1.5, "eval_s": 0.0}}
+    summary = train(train_config_from_dict(tiny), tmp_path / "run", progress=False)["rounds"]
+    episodes = [e for row in summary for e in row["episodes"]]
+    assert {e["uavs"] for e in episodes} == {3, 4}
+    assert [e["perturbed"] for e in summary[0]["episodes"]] == [False] * 3
+    assert [e["perturbed"] for e in summary[1]["episodes"]] == [True] * 3
+    assert all(e["status"] == "completed" for e in episodes)
+
+
+def test_a_perturbation_is_the_mismatch_the_simulator_flies(paper_config):
+    import numpy as np
+
+    from learners.config import DaggerConfig
+    from learners.dagger import _with_mismatch, draw_mismatch
+
+    mismatch = draw_mismatch(DaggerConfig(perturb_load_mass=2.0), 3, np.random.default_rng(0))
+    simulated = _with_mismatch(paper_config, mismatch).mismatch.apply(paper_config.system)
+    assert 1.4 <= simulated.load.mass <= 2.8
+    offsets = np.array(simulated.load.attachments) - np.array(paper_config.system.load.attachments)
+    np.testing.assert_allclose(offsets, mismatch["attachment_offsets"])
+    assert np.abs(offsets).max() <= 0.03
+    lengths = [c.length - 1.0 for c in simulated.cables]
+    np.testing.assert_allclose(lengths, mismatch["cable_length_deltas"], atol=1e-12)
 
 
 def test_named_trajectories_and_a_distribution_together_are_refused():
@@ -118,3 +150,9 @@ def test_named_trajectories_and_a_distribution_together_are_refused():
     with pytest.raises(ConfigError, match="dagger.validation_seed: expected >= 0 and not "
                                           "dagger.seed"):
         train_config_from_dict({"dagger": {"seed": 3, "validation_seed": 3}, "references": {}})
+    with pytest.raises(ConfigError, match=r"dagger.uavs: expected a list of quadrotor counts "
+                                          r"from 2 to 9, got \[3, 12\]"):
+        train_config_from_dict({"dagger": {"uavs": [3, 12]}})
+    with pytest.raises(ConfigError, match="dagger.perturb_rounds: expected between 0 and "
+                                          "dagger.rounds"):
+        train_config_from_dict({"dagger": {"rounds": 2, "perturb_rounds": 3}})

@@ -14,7 +14,7 @@ from backends import make_backend
 from backends.base import Scenario
 from cableload_sim import kernels
 from cableload_sim.disturbances import WrenchDisturbance
-from cableload_sim.params import TeacherParams, load_config
+from cableload_sim.params import AeroParams, TeacherParams, load_config
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry
 from planners.teacher_model import (
@@ -48,8 +48,9 @@ def ocp_state(state, n):
 
 @pytest.mark.parametrize("n", [2, 3, 4, 6])
 def test_load_dynamics_match_the_simulator_when_taut(n):
-    """Same state, same tensions: the teacher's load accelerations equal the simulator's."""
-    config = load_config(uavs=n)
+    """Same state, same tensions: the teacher's load accelerations equal the simulator's (in
+    still air: the teacher's model has no drag)."""
+    config = dataclasses.replace(load_config(uavs=n), aero=AeroParams())
     backend = make_backend("embedded", config)
     backend.reset(Scenario(load_p=np.array([0.0, 0.0, 1.0]), load_q=np.array([1.0, 0, 0, 0]),
                            seed=n, disturbance=WrenchDisturbance(4.0, 0.4)))
