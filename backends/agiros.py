@@ -12,8 +12,17 @@ Two kinds of pilot are handled (``queue``):
   the previous one, so the client sends what the pilot accepts: the part of each plan from the
   end of what is queued to one planner period plus ``margin_s`` past the moment it is sent
   (so a plan that was slow to make still lasts until the next arrives), resampled every
-  ``resample_s``. A plan therefore takes effect when the queued part ends: ``margin_s`` plus the
-  previous plan's latency after it was made. Rejections are detected from ``telemetry``
+  ``resample_s`` as the onboard controller samples it. A queue that runs dry makes the pilot
+  hover at its end: the quadrotor brakes for a moment and the load swings for seconds. So
+  ``margin_s`` covers how much later than one period after the previous plan the next can
+  reach the pilot. The default, 0.1 s, is sized for one planner process beside the world on a
+  loaded 2-core machine (the teacher through the Gazebo backend: no queue ran dry in 60 s at a
+  load average of 3-6, 1-3 times with 0.05 s); student nodes, a process per quadrotor, use
+  more (``planner_node.STUDENT_MARGIN_S``). The price is latency: a plan takes effect when the
+  queued part ends, ``margin_s`` plus the previous plan's latency after it was made (about
+  0.12 s with the default), which the teacher and the student fly with as well as without
+  (measured on the embedded simulator with plans delayed so; with 0.2 s of delay the teacher's
+  attitude error doubles). Rejections are detected from ``telemetry``
   (the queue's end, ``t + reference_left_duration``, falls short of what was sent) and counted;
   after one the client resumes from the pilot's own queue end.
 - ``replace``: a pilot patched to replace its queue by every new reference; the whole plan is
@@ -27,34 +36,32 @@ import threading
 import numpy as np
 
 from backends import ros1
+from backends.pilot import sample_nodes
 from cableload_sim.world import UavTrajectory
 
 QUEUE_MODES = ("stock", "replace")
 
 
 def plan_piece(traj: UavTrajectory, start: float, end: float, step: float) -> UavTrajectory | None:
-    """``traj`` between ``start`` and ``end`` (s) resampled every ``step`` (both ends included);
-    None when the piece is empty."""
+    """``traj`` between ``start`` and ``end`` (s) resampled every ``step`` (both ends included)
+    as the onboard controller samples it (``backends.pilot.sample_nodes``); None when the piece
+    is empty."""
     end = min(end, float(traj.t[-1]))
     start = max(start, float(traj.t[0]))
     if end - start < 1e-4:
         return None
     count = max(2, int(np.ceil((end - start) / step - 1e-9)) + 1)
     times = np.linspace(start, end, count)
-
-    def resample(values, right=0.0):
-        return np.stack([np.interp(times, traj.t, values[:, r], right=right) for r in range(3)],
-                        axis=1)
-
-    return UavTrajectory(times, resample(traj.p, None), resample(traj.v), resample(traj.a),
-                         resample(traj.j), resample(traj.body_rates))
+    out = sample_nodes({"t": traj.t, "p": traj.p, "v": traj.v, "a": traj.a, "j": traj.j,
+                        "w": traj.body_rates}, times)
+    return UavTrajectory(times, out["p"], out["v"], out["a"], out["j"], out["w"])
 
 
 class AgirosClient:
     """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
 
     def __init__(self, quad: str, queue: str = "stock", period_s: float = 0.1,
-                 margin_s: float = 0.05, resample_s: float = 0.01):
+                 margin_s: float = 0.1, resample_s: float = 0.01):
         if queue not in QUEUE_MODES:
             raise ValueError(f"pilot queue: expected one of {QUEUE_MODES}, got {queue!r}")
         rospy = ros1.rospy()

@@ -20,13 +20,18 @@ from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
 
 @dataclass(frozen=True)
 class Scenario:
-    """How an episode starts: the load's initial pose (system at rest in hover around it)."""
+    """How an episode starts: the load's initial pose (system at rest in hover around it, or
+    on the ground with ``on_ground``)."""
 
     load_p: np.ndarray
     load_q: np.ndarray
     seed: int = 0
     """Seeds every random process of the episode (disturbances, message loss)."""
     disturbance: WrenchDisturbance | None = None
+    on_ground: bool = False
+    """Start at rest on the ground instead: the load below ``load_p`` (its heading from
+    ``load_q``), each quadrotor idling on the ground below its hover slot, cables slack (needs
+    ``[ground] enabled``; the embedded backend)."""
 
     def __post_init__(self):
         p = np.asarray(self.load_p, dtype=float)

@@ -59,7 +59,10 @@ class EmbeddedBackend:
         return self.sim.time
 
     def reset(self, scenario: Scenario) -> WorldState:
-        self.sim.reset(scenario.load_p, scenario.load_q)
+        if scenario.on_ground:
+            self.sim.reset_on_ground(scenario.load_p, scenario.load_q)
+        else:
+            self.sim.reset(scenario.load_p, scenario.load_q)
         rng = np.random.default_rng(scenario.seed)
         self._disturbance = (
             scenario.disturbance.episode(rng) if scenario.disturbance is not None else None

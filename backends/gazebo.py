@@ -6,13 +6,17 @@ quadrotors flying the Agilicious pilot, or ``cableload world``).
   pilot and waits until the quadrotors are still; the episode's time zero is the world's clock
   then.
 - ``observe`` builds the privileged ``WorldState`` from the pilots' states and the load's
-  odometry at the load's latest stamp (quadrotor states interpolated to it). Cable tensions come
-  from ``/cableload/cable_tension`` where the world publishes it, else from the hover statics;
-  cable directions from the attachment points.
+  odometry at the newest load stamp that every quadrotor's state has reached (quadrotor states
+  interpolated to it, never held past their newest: a state a period old at the load's newest
+  stamp puts the cable directions a degree off, and the teacher's plan from it kicks the
+  load's swing). Cable tensions come from ``/cableload/cable_tension`` where the world
+  publishes it, else from the hover statics; cable directions from the attachment points.
 - ``send`` hands the plan to that quadrotor's ``AgirosClient`` at once (stock or replacing pilot
   queue), so the time spent planning counts as it would in reality.
-- ``advance`` waits until the world's clock reaches the end of the planner period and returns
-  the samples recorded meanwhile (at the load's stamps). A clock that stops for ``timeout_s``
+- ``advance`` waits until the world's clock reaches the end of the planner period, then (for at
+  most ``STATE_WAIT_S`` of wall time) until the system's state at that time has arrived, so
+  plans are made at the period's end as on the embedded backend, and returns the samples
+  recorded meanwhile (at the load's stamps). A clock that stops for ``timeout_s``
   of wall time, or a master that stops answering, ends it: ``health()`` is then not ok and the
   runner ends the episode with ``backend_failed`` and the reason.
 """
@@ -45,6 +49,9 @@ SETUP_TIMEOUT_S = 10.0
 compiling or loading); during the episode ``timeout_s`` applies."""
 MASTER_CHECK_S = 0.1
 """How often (wall s) the backend checks that the master still answers."""
+STATE_WAIT_S = 0.02
+"""How long (wall s) ``advance`` waits, once the clock has reached the period's end, for the
+states of that instant (published with the clock, they arrive within milliseconds)."""
 
 
 def master_uri() -> str:
@@ -90,6 +97,14 @@ class _Stream:
         with self._lock:
             return self._rows[-1] if self._rows else None
 
+    def latest_until(self, t: float):
+        """The newest row stamped at or before ``t`` (None without one)."""
+        with self._lock:
+            for row in reversed(self._rows):
+                if row[0] <= t:
+                    return row
+        return None
+
     def between(self, t_from: float, t_to: float) -> list:
         with self._lock:
             return [row for row in self._rows if t_from < row[0] <= t_to]
@@ -111,6 +126,20 @@ class _Stream:
                 column /= np.linalg.norm(column, axis=-1, keepdims=True)
             out.append(column)
         return out
+
+
+def newest_common_stamp(load: _Stream, required: list[_Stream],
+                        optional: tuple[_Stream, ...] = ()) -> float | None:
+    """The newest stamp of ``load`` that every ``required`` stream, and every ``optional`` one
+    that has any row, has reached (None when there is none). Messages of one instant arrive
+    over separate connections: the load's newest stamp may be a state period ahead of a
+    quadrotor's, whose state would then be a period old there."""
+    newest = [s.latest() for s in required]
+    if any(row is None for row in newest):
+        return None
+    newest += [row for row in (s.latest() for s in optional) if row is not None]
+    row = load.latest_until(min(r[0] for r in newest) + 1e-9)
+    return None if row is None else row[0]
 
 
 class WorldObserver:
@@ -153,11 +182,12 @@ class WorldObserver:
             self.tension.add(msg.header.stamp.to_sec(), np.asarray(msg.tension, dtype=float))
 
     def ready(self) -> bool:
-        return self.load.latest() is not None and all(s.latest() is not None for s in self.quads)
+        """Whether the whole system is known at some instant (``latest_time``)."""
+        return self.latest_time() is not None
 
     def latest_time(self) -> float | None:
-        row = self.load.latest()
-        return None if row is None else row[0]
+        """The newest instant the whole system is known at (``newest_common_stamp``)."""
+        return newest_common_stamp(self.load, self.quads, (self.tension,))
 
     def samples(self, t_from: float, t_to: float) -> WorldSamples:
         """Samples at the load's stamps in (t_from, t_to] (ROS times)."""
@@ -184,10 +214,11 @@ class WorldObserver:
         )
 
     def state(self) -> WorldState:
-        """The system at the load's latest stamp."""
+        """The system at ``latest_time()``."""
         t = self.latest_time()
         if t is None:
-            raise ros1.RosFailure("no load odometry received from the world yet")
+            raise ros1.RosFailure("no load odometry and quadrotor states of one instant "
+                                  "received from the world yet")
         s = self.samples(t - 1e-9, t)
         if len(s) == 0:
             raise ros1.RosFailure("no quadrotor state received from the world yet")
@@ -323,10 +354,11 @@ class GazeboBackend:
             client.command("start")
             client.command("force_hover")
         self._settle()
+        ros1.freeze_heap()  # no full garbage collection stalls the episode mid-flight
         self.t0 = self.clock
         self.observer.t0 = self.t0
         self._period_end = self.t0
-        self._last_sample = self.observer.latest_time()
+        self._last_sample = self.t0  # samples from the episode's start on
         return self.observe()
 
     def _settle(self, still_speed: float = 0.05, still_for: float = 0.3) -> None:
@@ -362,19 +394,30 @@ class GazeboBackend:
                           lead_s: float = 0.2, step_s: float = 0.02) -> None:
         """Publish the load reference over ``[t - lead_s, t + horizon_s]`` (episode times) for
         planner nodes (``/cableload/load/reference_horizon``); the lead covers what the
-        formation prior's finite differences look back."""
+        formation prior's finite differences look back. ``close`` publishes an empty one: the
+        episode is over."""
         times = t + np.arange(-lead_s, horizon_s + 1e-9, step_s)
         self.pub_horizon.publish(ros1.load_setpoints_message(t, times, reference.sample(times),
                                                              self.t0))
 
     def advance(self) -> WorldSamples:
         self._period_end += self.planner_period_s
-        if self._failure is None:
-            self._wait_clock(self._period_end, "waiting for the planner period to end")
+        if self._failure is None and self._wait_clock(self._period_end,
+                                                      "waiting for the planner period to end"):
+            self._wait_state(self._period_end)
         t_to = min(self.observer.latest_time() or self._last_sample, self._period_end)
         samples = self.observer.samples(self._last_sample, t_to)
         self._last_sample = max(self._last_sample, t_to)
         return samples
+
+    def _wait_state(self, ros_time: float) -> None:
+        """Wait (``STATE_WAIT_S`` at most) until the system's state at ``ros_time`` is known."""
+        deadline = time.monotonic() + STATE_WAIT_S
+        while time.monotonic() < deadline:
+            known = self.observer.latest_time()
+            if known is not None and known >= ros_time - 1e-9:
+                return
+            time.sleep(0.001)
 
     def health(self) -> BackendHealth:
         messages = [self._failure] if self._failure else []
@@ -385,6 +428,13 @@ class GazeboBackend:
 
     def close(self) -> None:
         if self._failure is None:
+            # an empty reference horizon stops planner nodes; a plan one of them had already
+            # sent lands within a planner period, before the pilots are told to hover (after,
+            # it would set them tracking again)
+            self.pub_horizon.publish(ros1.messages().Reference(header=ros1.header(
+                self.clock or 0.0, frame="load_reference"), points=[]))
+            if self.clock is not None:
+                self._wait_clock(self.clock + self.planner_period_s, "the episode ended")
             for client in self.clients:
                 client.command("force_hover")
         for client in self.clients:
@@ -392,3 +442,4 @@ class GazeboBackend:
         self.observer.close()
         self._clock_sub.unregister()
         self.pub_horizon.unregister()
+        ros1.thaw_heap()

@@ -115,8 +115,9 @@ class ReferenceQueue:
         return self.references[-1]["p"][-1].copy() if self.references else None
 
     def sample(self, now: float) -> UavTrajectory | None:
-        """The queue from ``now`` on the horizon's nodes (what the onboard controller gets);
-        beyond the last point the final position at rest; None when the queue is empty."""
+        """The queue from ``now`` on the horizon's nodes (what the onboard controller gets,
+        sampled by ``sample_nodes``); beyond the last point the final position at rest; None
+        when the queue is empty."""
         self.drop_expired(now)
         if not self.references:
             return None
@@ -125,13 +126,38 @@ class ReferenceQueue:
         else:
             nodes = {k: np.concatenate([r[k] for r in self.references]) for k in REFERENCE_FIELDS}
         times = node_times(now)
-        out = {}
-        for name in REFERENCE_FIELDS[1:]:
-            values = nodes[name]
-            right = None if name == "p" else 0.0
-            out[name] = np.stack([np.interp(times, nodes["t"], values[:, r], right=right)
-                                  for r in range(3)], axis=1)
+        out = sample_nodes(nodes, times)
         return UavTrajectory(times, out["p"], out["v"], out["a"], out["j"], out["w"])
+
+
+def sample_nodes(nodes: dict, times: np.ndarray) -> dict[str, np.ndarray]:
+    """Reference points (arrays t, p, v, a, j, w; times increasing) at ``times``, interpolated
+    as the onboard controller interpolates a plan: cubic Hermite of p with slopes v, of v with
+    slopes a and of a with slopes j, linear for j and w. Before the first point its values;
+    after the last its position, at rest. Resampling a plan this way keeps it the plan the
+    controller would fly (straight chords between points would cut its corners)."""
+    t = np.asarray(nodes["t"], dtype=float)
+    times = np.asarray(times, dtype=float)
+    k = np.clip(np.searchsorted(t, times, side="right") - 1, 0, len(t) - 2)
+    dt = (t[k + 1] - t[k])[:, None]
+    s = np.clip((times - t[k]) / dt[:, 0], 0.0, 1.0)[:, None]
+    s2, s3 = s * s, s * s * s
+    h00, h10, h01, h11 = 2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s, 3 * s2 - 2 * s3, s3 - s2
+
+    def hermite(value, slope):
+        return (h00 * value[k] + h10 * dt * slope[k] + h01 * value[k + 1]
+                + h11 * dt * slope[k + 1])
+
+    def linear(value):
+        return (1.0 - s) * value[k] + s * value[k + 1]
+
+    p, v, a, j, w = (np.asarray(nodes[name], dtype=float) for name in REFERENCE_FIELDS[1:])
+    out = {"p": hermite(p, v), "v": hermite(v, a), "a": hermite(a, j), "j": linear(j),
+           "w": linear(w)}
+    after = times > t[-1]
+    for name in ("v", "a", "j", "w"):
+        out[name][after] = 0.0
+    return out
 
 
 def hold(t: float, position) -> UavTrajectory:

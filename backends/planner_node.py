@@ -9,8 +9,10 @@
 
 Every plan passes the ``PlanGuard`` before it leaves (no non-finite or out-of-bounds reference).
 A node plans on the world's clock (``/use_sim_time``) and only while the reference it holds
-covers its horizon: before an episode starts and after it ends it sends nothing, so the pilots
-hover.
+covers its horizon: before an episode starts and after it ends (the episode then publishes an
+empty reference) it sends nothing, so the pilots hover. Once connected it exempts what it has
+loaded from garbage collection (``ros1.freeze_heap``): a full collection stopped a student
+node for 0.1-0.4 s every few seconds, and a stock pilot's queue ran dry meanwhile.
 
 ``NodePlanners`` is the episode side: in ``cableload simulate --backend gazebo --planner nodes``
 it stands where a planner would, publishes the reference each period and plans nothing itself.
@@ -37,6 +39,14 @@ from planners.base import PlanGuard
 HORIZON_S = float(node_offsets()[-1])
 LOOK_BACK_S = 0.05
 """How far before its decision time a planner reads the reference (finite differences)."""
+STUDENT_MARGIN_S = 0.15
+"""How far past one planner period a student node's piece of plan reaches for a stock pilot
+(``AgirosClient.margin_s``; s). The client's 0.1 s suffices for one planner process, and the
+teacher flies worse beyond about 0.12 s of latency (its attitude error 1.5x over 60 s with
+0.15 s); but with a node per quadrotor and the world on 2 shared cores, plans reached the pilot
+up to 0.15 s later than one period after the previous one, and with 0.1 s the queues ran dry
+2-8 times in 12 s at a load average of 4-6 (none with 0.15 s). The student flies as well with
+the longer latency (0.019 m against 0.022 m on the embedded backend)."""
 
 
 # Hermite bases on s in [0, 1]: rows are basis functions, columns the coefficients of s^0..s^5
@@ -158,7 +168,8 @@ class PlannerNode:
     def connect(self) -> None:
         rospy = ros1.rospy()
         m = ros1.messages()
-        self.clients = {i: AgirosClient(self.names[i], self.pilot_queue, self.period_s)
+        margin = {} if self.uav is None else {"margin_s": STUDENT_MARGIN_S}
+        self.clients = {i: AgirosClient(self.names[i], self.pilot_queue, self.period_s, **margin)
                         for i in self.uavs}
         self._subscribers = [rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, m.Reference,
                                               self._on_horizon, queue_size=2)]
@@ -183,6 +194,11 @@ class PlannerNode:
         self._worker.start()
 
     def _on_horizon(self, msg) -> None:
+        if not msg.points:  # the episode is over: send nothing more (the pilots will hover)
+            self.reference = None
+            for client in self.clients.values():
+                client.reset_queue()
+            return
         self.reference = SampledReference(ros1.load_setpoints_arrays(msg))
 
     def _on_load_pose(self, msg) -> None:
@@ -242,6 +258,8 @@ class PlannerNode:
                 return False
             plans = dict(enumerate(self.planner.plan(state, reference)))
             state_t, positions = state.t, dict(enumerate(state.uav_p))
+        if self.reference is None:  # the episode ended while this plan was made
+            return False
         now = ros1.rospy().get_time()
         stand_in = _PositionOnly(state_t, positions, self.system.n_uavs)
         for i, plan in plans.items():
@@ -277,6 +295,7 @@ def run_node(config: Config, planner, *, uav: int | None, pilot_queue: str,
     _wait_for_sim_time(wait_s)
     init_node("cableload_teacher" if uav is None else f"cableload_student_{node.names[uav]}")
     node.connect()
+    ros1.freeze_heap()  # no full garbage collection stops the node for 0.1-0.4 s mid-flight
     return node
 
 

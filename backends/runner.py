@@ -111,7 +111,7 @@ def run_episode(
                          f"got {duration!r} s")
     if scenario is None:
         p0, q0 = reference.start_pose()
-        scenario = Scenario(load_p=p0, load_q=q0)
+        scenario = Scenario(load_p=p0, load_q=q0, on_ground=starts_on_ground(reference))
     n_periods = int(np.ceil(duration / period - 1e-9))
     guard = PlanGuard()
     guard.bounds.check_reference(reference, backend.system, duration)
@@ -151,7 +151,7 @@ def run_episode(
         samples = backend.advance()
         ref_now = reference.sample(samples.t) if len(samples) else None
         if ref_now is not None:
-            metrics_sum.update(samples, ref_now.p, ref_now.q)
+            metrics_sum.update(samples, ref_now.p, ref_now.q, scored(reference, samples.t))
             if keep_samples:
                 if k == 0:
                     _check_memory(len(samples), n_periods, samples, duration)
@@ -190,6 +190,18 @@ def run_episode(
         ref_q = np.concatenate([q for _, _, q in kept]) if kept else np.zeros((0, 4))
     return EpisodeResult(status, samples_all, ref_p, ref_q, metrics, planner.report(), plans,
                          message or "; ".join(guard.reasons[:3]))
+
+
+def starts_on_ground(reference) -> bool:
+    """Whether ``reference`` is flown from the ground (``cableload_sim.lift``)."""
+    return getattr(reference, "climb", None) is not None
+
+
+def scored(reference, t: np.ndarray) -> np.ndarray | None:
+    """The samples whose tracking counts: those whose load reference is in the air, for a
+    reference from the ground; all (None) otherwise."""
+    airborne = getattr(reference, "airborne", None)
+    return None if airborne is None else airborne(t)
 
 
 class _PlannerWatch:

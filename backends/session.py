@@ -19,7 +19,7 @@ import numpy as np
 
 from backends import make_backend
 from backends.base import Scenario
-from backends.runner import run_episode
+from backends.runner import run_episode, starts_on_ground
 from cableload_sim.disturbances import WrenchDisturbance
 from cableload_sim.errors import ResourceError, UsageError
 from cableload_sim.metrics import plan_derivative_mae
@@ -163,7 +163,8 @@ def fly(flight: Flight, planner, *, planner_options: dict | None = None, log_pat
             planner = build_planner(flight, planner, planner_options, backend)
         p0, q0 = flight.reference.start_pose()
         scenario = Scenario(load_p=p0, load_q=q0, seed=flight.seed,
-                            disturbance=flight.disturbance)
+                            disturbance=flight.disturbance,
+                            on_ground=starts_on_ground(flight.reference))
         if getattr(backend, "deterministic", True) is False:
             warm_up(planner, config, flight.reference, p0, q0)
         mae = _DerivativeMae() if derivative_mae else None

@@ -231,6 +231,13 @@ class WorldNode:
         """Serve until stopped, ROS shuts down, or ``duration_s`` of ROS time passed."""
         rospy = ros1.rospy()
         rtf = self.options.real_time_factor
+        ros1.freeze_heap()  # no full garbage collection stops the clock (see freeze_heap)
+        try:
+            self._serve(rospy, rtf, duration_s)
+        finally:
+            ros1.thaw_heap()
+
+    def _serve(self, rospy, rtf: float, duration_s: float | None) -> None:
         wall0, clock0 = time.monotonic(), self.clock
         while not self._stop.is_set() and not rospy.is_shutdown():
             if duration_s is not None and self.clock - clock0 >= duration_s:

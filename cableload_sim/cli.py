@@ -70,7 +70,12 @@ def build_reference(args):
         raise CliError(f"--track-size applies to track:... trajectories, not {spec!r}")
     elif args.speed is not None:
         options["speed"] = args.speed
-    return make_reference(spec, orientation=args.orientation, **options)
+    reference = make_reference(spec, orientation=args.orientation, **options)
+    if getattr(args, "from_ground", False):
+        from cableload_sim.lift import from_ground
+
+        reference = from_ground(reference)
+    return reference
 
 
 def load_cli_config(args):
@@ -566,7 +571,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pilot_queue(p)
     _add_policy(p)
     _add_log(p)
-    p.add_argument("--duration", type=float, default=60.0, help="seconds of simulated flight")
+    p.add_argument("--duration", type=float, default=60.0,
+                   help="seconds of simulated flight (--from-ground with eight-slow: "
+                        "the flight, ground to ground, takes 44 s)")
+    p.add_argument("--from-ground", action="store_true",
+                   help="start with the load and the quadrotors resting on the ground, cables "
+                        "slack: take off, lift the load, fly one lap of the path, set it down "
+                        "and land (cableload_sim/lift.py; formation planners)")
     p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE",
                    help="random wrench on the load: largest force (N) and torque (N m)")
     _add_reference(p)

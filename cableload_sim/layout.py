@@ -3,7 +3,8 @@
 This module is the only place that knows an index or a size:
 
 - the simulation **state** ``x``: the load block (position, attitude, velocity, body rates)
-  followed by one block per quadrotor (the same plus four rotor speeds);
+  followed by one block per quadrotor (the same plus four rotor speeds), then, when they are
+  simulated, the sloshing ball's block and one battery block per quadrotor;
 - the **model** vector: everything the physics needs (gravity, masses, inertias and their
   inverses, rotor allocation, cables), packed from ``SystemParams``;
 - the **controller** gains vector and each quadrotor's **controller state**;
@@ -24,7 +25,15 @@ from typing import NamedTuple
 import numpy as np
 
 from cableload_sim.horizon import N_NODES
-from cableload_sim.params import AeroParams, ControllerParams, SimulationParams, SystemParams
+from cableload_sim.params import (
+    AeroParams,
+    BallParams,
+    BatteryParams,
+    ControllerParams,
+    GroundParams,
+    SimulationParams,
+    SystemParams,
+)
 from cableload_sim.statics import swing_frequencies
 
 # --- state ------------------------------------------------------------------------------------
@@ -47,10 +56,30 @@ QUAD_VEL = BODY_VEL
 QUAD_RATE = BODY_RATE
 QUAD_ROTOR = 13
 QUAD_SIZE = 17
+# Sloshing ball block (after the quadrotors, when simulated): a point mass, world frame.
+BALL_POS = 0
+BALL_VEL = 3
+BALL_SIZE = 6
+# Battery block of each quadrotor (after the ball's, when simulated).
+BATT_SOC = 0  # state of charge (-), 1 full
+BATT_VOLTAGE = 1  # terminal voltage at the last step (V)
+BATT_SIZE = 2
 
 
-def state_size(n_uavs: int) -> int:
+def state_size(n_uavs: int, ball: bool = False, battery: bool = False) -> int:
+    """Length of the state of ``n_uavs`` quadrotors, with the ball's and the batteries' blocks
+    when they are simulated."""
+    return LOAD_SIZE + QUAD_SIZE * n_uavs + BALL_SIZE * int(ball) + BATT_SIZE * n_uavs * int(battery)
+
+
+def ball_offset(n_uavs: int) -> int:
+    """Index of the ball's block in the state (when simulated)."""
     return LOAD_SIZE + QUAD_SIZE * n_uavs
+
+
+def battery_offset(n_uavs: int, ball: int, i: int) -> int:
+    """Index of quadrotor ``i``'s battery block (when simulated); ``ball`` 1 with a ball."""
+    return LOAD_SIZE + QUAD_SIZE * n_uavs + BALL_SIZE * ball + BATT_SIZE * i
 
 
 def quad_offset(i: int) -> int:
@@ -70,7 +99,32 @@ M_LOAD_INERTIA = 2  # 3x3 row-major
 M_LOAD_INERTIA_INV = 11  # 3x3 row-major
 M_LOAD_DRAG = 20  # 1/2 rho C_d A of each pair of faces, per load axis (kg/m) (3)
 M_AERO = 23  # 1 when any drag acts (the aero stage runs), else 0
-M_HEADER = 24
+M_LOAD_BOX_CENTRE = 24  # centre of the load's box from its centre of mass, load frame (m) (3)
+M_LOAD_HALF_SIZE = 27  # half the box's size along each load axis (m) (3)
+M_BALL = 30  # 1 when the sloshing ball is simulated (its state block present), else 0
+M_BALL_MASS = 31  # (kg)
+M_BALL_RADIUS = 32  # (m)
+M_BALL_STIFFNESS = 33  # wall contact, per metre of penetration (N/m)
+M_BALL_DAMPING = 34  # wall contact, per m/s of approach (N s/m)
+M_BALL_FRICTION = 35  # Coulomb friction coefficient against the walls (-)
+M_BALL_SLIP_SPEED = 36  # slip speed below which friction grows linearly (m/s)
+M_BATTERY = 37  # 1 when batteries are simulated (their state blocks present), else 0
+M_BATT_CAPACITY = 38  # charge of a full battery (C)
+M_BATT_RESISTANCE = 39  # internal resistance (ohm)
+M_BATT_EFFICIENCY = 40  # rotor shaft power over electrical power (-)
+M_BATT_NOMINAL_V = 41  # voltage at which the rotors reach speed_max (V)
+M_BATT_OCV = 42  # open-circuit voltage at state of charge 0, 1/10, ..., 1 (V) (BATT_OCV_POINTS)
+BATT_OCV_POINTS = 11
+M_GROUND = M_BATT_OCV + BATT_OCV_POINTS  # 1 when the ground is simulated (``kernels.contact``), else 0
+M_GROUND_STIFFNESS = M_GROUND + 1  # per contact point (N/m)
+M_GROUND_DAMPING = M_GROUND + 2  # per contact point (N s/m)
+M_GROUND_FRICTION = M_GROUND + 3  # Coulomb coefficient (-)
+M_GROUND_SLIP_SPEED = M_GROUND + 4  # (m/s)
+M_GROUND_LANDING = M_GROUND + 5  # quadrotor's centre of gravity above its landing points (m)
+M_GROUND_LOAD_REACH = M_GROUND + 6  # farthest box corner from the load's centre of mass (m)
+M_GROUND_QUAD_REACH = M_GROUND + 7  # farthest landing point from a quadrotor's centre (m)
+M_SNAP_INELASTIC = M_GROUND + 8  # 1: a slack cable reaching its length snaps by an impulse
+M_HEADER = M_GROUND + 9
 # Per-quadrotor block
 QM_MASS = 0
 QM_INERTIA = 1  # principal moments (3)
@@ -106,11 +160,33 @@ def cable_model_offset(n_uavs: int, i: int) -> int:
     return M_HEADER + QM_SIZE * n_uavs + CM_SIZE * i
 
 
-def pack_model(system: SystemParams, aero: AeroParams | None = None) -> np.ndarray:
+def pack_model(system: SystemParams, aero: AeroParams | None = None,
+               ball: BallParams | None = None, battery: BatteryParams | None = None,
+               ground: GroundParams | None = None) -> np.ndarray:
     """The model vector of ``system`` (what the physics kernels simulate), with the drag of
-    ``aero`` (None: no drag)."""
+    ``aero`` (None: no drag), the sloshing ``ball`` and the ``battery`` of every quadrotor
+    (None or not enabled: none)."""
     n = system.n_uavs
     m = np.zeros(model_size(n))
+    m[M_LOAD_BOX_CENTRE : M_LOAD_BOX_CENTRE + 3] = system.load.box_centre
+    m[M_LOAD_HALF_SIZE : M_LOAD_HALF_SIZE + 3] = np.asarray(system.load.size) / 2.0
+    if ball is not None and ball.enabled:
+        m[M_BALL] = 1.0
+        m[M_BALL_MASS] = ball.mass
+        m[M_BALL_RADIUS] = ball.radius
+        m[M_BALL_STIFFNESS] = ball.stiffness
+        m[M_BALL_DAMPING] = ball.damping
+        m[M_BALL_FRICTION] = ball.friction
+        m[M_BALL_SLIP_SPEED] = ball.slip_speed
+    if battery is not None and battery.enabled:
+        m[M_BATTERY] = 1.0
+        m[M_BATT_CAPACITY] = battery.capacity_ah * 3600.0
+        m[M_BATT_RESISTANCE] = battery.internal_resistance
+        m[M_BATT_EFFICIENCY] = battery.efficiency
+        m[M_BATT_NOMINAL_V] = battery.nominal_voltage()
+        m[M_BATT_OCV : M_BATT_OCV + BATT_OCV_POINTS] = battery.ocv_table()
+    if ground is not None and ground.enabled:
+        _pack_ground(m, system, ground)
     if aero is not None:
         m[M_LOAD_DRAG : M_LOAD_DRAG + 3] = aero.load_drag(system.load)
         m[M_AERO] = float(aero.any_drag())
@@ -144,6 +220,22 @@ def pack_model(system: SystemParams, aero: AeroParams | None = None) -> np.ndarr
         m[b + CM_DAMPING] = cable.damping
         m[b + CM_LOAD_ATTACH : b + CM_LOAD_ATTACH + 3] = rho
     return m
+
+
+def _pack_ground(m: np.ndarray, system: SystemParams, ground: GroundParams) -> None:
+    """The ground's entries of the model vector (``kernels.contact``)."""
+    m[M_GROUND] = 1.0
+    m[M_GROUND_STIFFNESS] = ground.stiffness
+    m[M_GROUND_DAMPING] = ground.damping
+    m[M_GROUND_FRICTION] = ground.friction
+    m[M_GROUND_SLIP_SPEED] = ground.slip_speed
+    m[M_GROUND_LANDING] = ground.landing_height
+    half = np.asarray(system.load.size) / 2.0
+    m[M_GROUND_LOAD_REACH] = np.linalg.norm(system.load.box_centre) + np.linalg.norm(half)
+    hubs = max(float(np.max(np.linalg.norm(q.rotor.rotor_positions()[:, :2], axis=1)))
+               for q in system.quadrotors)
+    m[M_GROUND_QUAD_REACH] = math.hypot(hubs, ground.landing_height)
+    m[M_SNAP_INELASTIC] = float(ground.inelastic_snap())
 
 
 # --- controller gains -------------------------------------------------------------------------
@@ -241,7 +333,8 @@ CS_ROTOR_CMD = 30  # commanded rotor speeds (4)
 CS_INITIALIZED = 34  # 0 until the first update has seeded the filters
 CS_SEGMENT = 35  # index of the plan segment used last (search hint)
 CS_PULL_SLOW = 36  # slow part of the cable's pull, kept while yielding to its fast part, world (3)
-CS_SIZE = 39
+CS_LANDED = 39  # 1 while idling on the ground (``kernels.contact.landed_idle``)
+CS_SIZE = 40
 
 MODE_TRACKING = 0.0
 MODE_HOLD_NO_PLAN = 1.0
@@ -317,12 +410,18 @@ FC_FORCE = 0  # world (N) (3)
 FC_TORQUE = 3  # body frame (N m) (3)
 FC_MOMENTUM = 6  # angular momentum, body frame (kg m^2/s) (3)
 FC_SIZE = 9
+# rows: the load, the n quadrotors, then the ball (its force only; unused without a ball)
+
+
+def force_rows(n_uavs: int) -> int:
+    """Rows of the force cache and the kernels' force arrays: every body and the ball."""
+    return n_uavs + 2
 
 
 def empty_force_cache(n_uavs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Forces, torques and angular momenta carried between ``advance`` calls (n+1, FC_SIZE),
-    and their validity flag."""
-    return np.zeros((n_uavs + 1, FC_SIZE)), np.zeros(1, dtype=np.int64)
+    """Forces, torques and angular momenta carried between ``advance`` calls
+    (``force_rows``, FC_SIZE), and their validity flag."""
+    return np.zeros((force_rows(n_uavs), FC_SIZE)), np.zeros(1, dtype=np.int64)
 
 
 # --- per-body constants gathered once per ``advance`` call --------------------------------------

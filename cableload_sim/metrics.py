@@ -57,6 +57,7 @@ class EpisodeMetrics:
     def __init__(self, system: SystemParams):
         self.system = system
         self.count = 0
+        self._scored = 0
         self._position_sq = 0.0
         self._angle_sq = 0.0
         self._min_distance = math.inf
@@ -67,16 +68,22 @@ class EpisodeMetrics:
         self._t_first = math.nan
         self._t_last = math.nan
 
-    def update(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None:
-        """Add ``samples`` (k samples) with the load reference at the same times (k, 3), (k, 4)."""
+    def update(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray,
+               scored: np.ndarray | None = None) -> None:
+        """Add ``samples`` (k samples) with the load reference at the same times (k, 3), (k, 4).
+        ``scored`` (k,) bool: the samples the tracking errors (RMSE) are taken over (None:
+        all), e.g. a flight from the ground's airborne ones."""
         k = len(samples)
         if k == 0:
             return
         if samples.n_uavs != self.system.n_uavs:
             raise ValueError(f"samples: {samples.n_uavs} quadrotors, the system has "
                              f"{self.system.n_uavs}")
-        self._position_sq += float(np.sum((samples.load_p - ref_p) ** 2))
-        self._angle_sq += float(np.sum(quat_angle_between(samples.load_q, ref_q) ** 2))
+        keep = slice(None) if scored is None else np.asarray(scored, dtype=bool)
+        self._scored += k if scored is None else int(np.count_nonzero(keep))
+        self._position_sq += float(np.sum((samples.load_p[keep] - ref_p[keep]) ** 2))
+        self._angle_sq += float(np.sum(quat_angle_between(samples.load_q[keep],
+                                                          ref_q[keep]) ** 2))
         self._min_distance = float(np.min([self._min_distance,
                                            uav_distances(samples.uav_p).min()]))
         self._max_thrust = float(np.max([self._max_thrust,
@@ -101,8 +108,9 @@ class EpisodeMetrics:
                     "max_thrust_ratio": nan, "sim_time_s": 0.0}
         spacing = (self._t_last - self._t_first) / (count - 1) if count > 1 else 0.0
         return {
-            "rmse_position_m": math.sqrt(self._position_sq / count),
-            "rmse_orientation_deg": math.degrees(math.sqrt(self._angle_sq / count)),
+            "rmse_position_m": math.sqrt(self._position_sq / max(self._scored, 1)),
+            "rmse_orientation_deg": math.degrees(math.sqrt(self._angle_sq
+                                                           / max(self._scored, 1))),
             "min_uav_distance_m": self._min_distance,
             "slack_fraction": self._slack_samples / count,
             "longest_slack_s": self._longest_slack * spacing,

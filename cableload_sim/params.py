@@ -21,6 +21,9 @@ gravity = 9.81
 [sensing]         # SensingParams: motion capture and the filters the planners observe through
 [aero]            # AeroParams: drag on the load and the quadrotors, rotor drag
 [wind]            # WindParams: steady wind and Dryden turbulence
+[ball]            # BallParams: a ball sloshing free inside the load's box
+[battery]         # BatteryParams: each quadrotor's battery, its sag limiting the rotors
+[ground]          # GroundParams: contact with the plane z = 0, how cables snap taut
 ```
 
 Unknown keys, wrong types and out-of-range values fail with a ``ConfigError`` naming the key,
@@ -224,6 +227,9 @@ class LoadParams:
     """Cable attachment points rho_i in the load frame (m), one per quadrotor."""
     inertia: tuple[float, float, float] | None = None
     """Principal moments of inertia (kg m^2); None means a solid box of ``size`` and ``mass``."""
+    box_centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Centre of the box (its drag faces, walls and corners) in the load frame (m): at the
+    centre of mass unless ``[mismatch] load_com_offset`` displaces the mass (not a file key)."""
 
     def inertia_matrix(self) -> np.ndarray:
         """Inertia tensor in the load frame (kg m^2)."""
@@ -327,9 +333,33 @@ def polygon_attachments(n: int, radius: float, height: float) -> tuple[tuple[flo
     return tuple((radius * math.cos(a), radius * math.sin(a), height) for a in angles)
 
 
+Scale = float | tuple[float, ...]
+"""A ratio for every quadrotor (one number) or one per quadrotor (a list of n)."""
+
+MAX_COM_PRODUCT_SHARE = 0.1
+"""Largest product of inertia a load centre-of-mass offset may add (m c_j c_k), as a share of
+the smallest principal moment: the kernels integrate the load in its principal axes, so
+those products are left out (exact for an offset along one load axis)."""
+
+
+def _per_uav(path: str, value: Scale, n: int) -> tuple[float, ...]:
+    """``value`` (a ``Scale``) as one ratio per quadrotor."""
+    if isinstance(value, tuple):
+        if len(value) != n:
+            raise ConfigError(f"{path}: expected one number for every quadrotor or a list of "
+                              f"{n} (one per quadrotor), got {len(value)} values")
+        return value
+    return (value,) * n
+
+
 @dataclass(frozen=True)
 class MismatchParams:
-    """What the simulated system does differently from what planners and controllers are told."""
+    """What the simulated system does differently from what planners and controllers are told.
+
+    Load side: its mass, attachment points, cable lengths and centre of mass. Quadrotor side
+    (each a ``Scale``): mass, inertia, rotor thrust and torque coefficients, motor time
+    constant. The onboard controllers and the planners keep the nominal values.
+    """
 
     load_mass_scale: float = 1.0
     """Simulated load mass over nominal load mass (-); inertia scales with it."""
@@ -337,6 +367,25 @@ class MismatchParams:
     """Added to each load attachment point, load frame (m); None for none."""
     cable_length_deltas: tuple[float, ...] | None = None
     """Added to each cable's rest length (m); None for none."""
+    load_com_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """The load's centre of mass from the centre of its box, load frame (m). The simulated
+    load's frame sits at the centre of mass: attachments and box move by minus this, its
+    inertia about the centre of mass follows from the nominal one (about the box centre) by
+    the parallel-axis theorem."""
+    quadrotor_mass_scale: Scale = 1.0
+    """Simulated quadrotor mass over nominal (-)."""
+    quadrotor_inertia_scale: Scale = 1.0
+    """Simulated quadrotor moments of inertia over nominal (-)."""
+    thrust_coeff_scale: Scale = 1.0
+    """Simulated rotor thrust coefficient k_f over nominal (-)."""
+    torque_coeff_scale: Scale = 1.0
+    """Simulated rotor drag-torque coefficient k_m over nominal (-)."""
+    motor_time_constant_scale: Scale = 1.0
+    """Simulated motor time constant over nominal (-)."""
+
+    def without_com_offset(self) -> MismatchParams:
+        """This mismatch with the load's centre of mass at its box centre."""
+        return dataclasses.replace(self, load_com_offset=(0.0, 0.0, 0.0))
 
     def apply(self, system: SystemParams) -> SystemParams:
         """The simulated system: ``system`` with this mismatch."""
@@ -353,12 +402,18 @@ class MismatchParams:
                 tuple(a + d for a, d in zip(p, off))
                 for p, off in zip(attachments, self.attachment_offsets)
             )
+        mass = load.mass * self.load_mass_scale
         inertia = load.inertia_matrix().diagonal() * self.load_mass_scale
+        com = tuple(float(c) for c in self.load_com_offset)
+        if any(com):
+            inertia = _inertia_about_com(inertia, mass, np.array(com))
+            attachments = tuple(tuple(a - c for a, c in zip(p, com)) for p in attachments)
         load = dataclasses.replace(
             load,
-            mass=load.mass * self.load_mass_scale,
+            mass=mass,
             inertia=tuple(float(x) for x in inertia),
             attachments=attachments,
+            box_centre=tuple(b - c for b, c in zip(load.box_centre, com)),
         )
         cables = system.cables
         if self.cable_length_deltas is not None:
@@ -377,7 +432,55 @@ class MismatchParams:
                         f"mismatch.cable_length_deltas[{k}]: makes cable {k} length "
                         f"{c.length!r} m; expected a positive length"
                     )
-        return dataclasses.replace(system, load=load, cables=cables)
+        return dataclasses.replace(system, load=load, cables=cables,
+                                   quadrotors=self._quadrotors(system.quadrotors))
+
+    def _quadrotors(self, quads: tuple[QuadrotorParams, ...]) -> tuple[QuadrotorParams, ...]:
+        n = len(quads)
+        mass = _per_uav("mismatch.quadrotor_mass_scale", self.quadrotor_mass_scale, n)
+        inertia = _per_uav("mismatch.quadrotor_inertia_scale", self.quadrotor_inertia_scale, n)
+        kf = _per_uav("mismatch.thrust_coeff_scale", self.thrust_coeff_scale, n)
+        km = _per_uav("mismatch.torque_coeff_scale", self.torque_coeff_scale, n)
+        tau = _per_uav("mismatch.motor_time_constant_scale", self.motor_time_constant_scale, n)
+        if all(s == 1.0 for s in (*mass, *inertia, *kf, *km, *tau)):
+            return quads
+        return tuple(
+            dataclasses.replace(
+                q,
+                mass=q.mass * mass[i],
+                inertia=tuple(j * inertia[i] for j in q.inertia),
+                rotor=dataclasses.replace(
+                    q.rotor,
+                    thrust_coeff=q.rotor.thrust_coeff * kf[i],
+                    torque_coeff=q.rotor.torque_coeff * km[i],
+                    time_constant=q.rotor.time_constant * tau[i],
+                ),
+            )
+            for i, q in enumerate(quads)
+        )
+
+
+def _inertia_about_com(inertia_at_box: np.ndarray, mass: float, com: np.ndarray) -> np.ndarray:
+    """Principal moments about the centre of mass ``com`` (load frame, m) of a load whose
+    moments about its box centre are ``inertia_at_box``: I_c = I_o - m (|c|^2 1 - c c^T),
+    whose products m c_j c_k are left out (``MAX_COM_PRODUCT_SHARE``)."""
+    moments = inertia_at_box - mass * (com @ com - com * com)
+    where = f"mismatch.load_com_offset={com.tolist()!r} m"
+    a, b, c = moments
+    if moments.min() <= 0.0 or a + b < c or b + c < a or a + c < b:
+        raise ConfigError(
+            f"{where}: leaves the load moments of inertia {np.round(moments, 6).tolist()} kg m^2 "
+            f"about its centre of mass (from {np.round(inertia_at_box, 6).tolist()} about the box "
+            "centre); expected positive moments that satisfy the triangle inequality, i.e. a "
+            "smaller offset or a larger load inertia")
+    products = mass * np.abs(np.array([com[0] * com[1], com[1] * com[2], com[0] * com[2]]))
+    if products.max() > MAX_COM_PRODUCT_SHARE * moments.min():
+        raise ConfigError(
+            f"{where}: adds a product of inertia of {products.max():.3g} kg m^2, more than "
+            f"{MAX_COM_PRODUCT_SHARE:.0%} of the smallest principal moment ({moments.min():.3g}); "
+            "the simulated load keeps its principal axes, so expected an offset mostly along "
+            "one load axis")
+    return moments
 
 
 @dataclass(frozen=True)
@@ -411,6 +514,77 @@ class AeroParams:
     def any_drag(self) -> bool:
         return self.load_drag_coeff > 0.0 or any(self.quadrotor_drag) \
             or self.rotor_drag_coeff > 0.0
+
+
+@dataclass(frozen=True)
+class BallParams:
+    """A ball free inside the load's box (the paper's sloshing load, section 6.6): a point
+    mass with its own position and velocity, kept inside the box (closed, its walls the
+    faces of ``load.size`` around ``load.box_centre``) by stiff, damped penalty contact along
+    each wall's normal; the reaction acts on the load. The ball does not spin: friction
+    slides it (a rolling ball's resistance is small, hence none by default). Planners and
+    onboard controllers are not told about it."""
+
+    enabled: bool = False
+    mass: float = 0.6
+    """Mass (kg); the paper's ball, 0.6 kg in the 1.4 kg basket."""
+    radius: float = 0.05
+    """Radius (m): the ball touches a wall when its centre is this close to it."""
+    stiffness: float = 2.0e4
+    """Wall contact force per metre of penetration (N/m)."""
+    damping: float = 40.0
+    """Wall contact force per m/s of approach (N s/m); pushes only, never pulls."""
+    friction: float = 0.0
+    """Coulomb friction coefficient of the ball sliding on a wall (-)."""
+    slip_speed: float = 0.01
+    """Sliding speed below which friction grows linearly from 0 (m/s): Coulomb friction,
+    regularized so that the stepping stays smooth."""
+
+    def contact_frequency(self) -> float:
+        """Angular frequency of the ball bouncing on a wall, sqrt(k / m) (rad/s)."""
+        return math.sqrt(self.stiffness / self.mass)
+
+
+BATTERY_CELL_OCV = (3.27, 3.69, 3.73, 3.77, 3.79, 3.82, 3.87, 3.92, 3.97, 4.10, 4.20)
+"""Open-circuit voltage of one LiPo cell at state of charge 0, 0.1, ..., 1 (V): a typical
+discharge curve (steep below 10 %, a plateau around 3.8 V, 4.2 V full)."""
+
+
+@dataclass(frozen=True)
+class BatteryParams:
+    """Each quadrotor's battery (Thevenin model without RC branch): terminal voltage
+    ``V = OCV(soc) - R I``, the current drawn by the rotors' electrical power
+    ``P = sum k_m w^3 / efficiency = V I``, the charge falling by ``I`` per second. A rotor's
+    top speed is ``speed_max * min(1, V / V_nominal)`` (a motor's speed is proportional to its
+    voltage; V_nominal: the full pack unloaded), so the thrust available falls as the battery
+    sags and empties. Planners and onboard controllers are not told about it."""
+
+    enabled: bool = False
+    cells: int = 4
+    """LiPo cells in series (-): 4S is the class of a 20 N, 0.6 kg quadrotor."""
+    capacity_ah: float = 1.5
+    """Charge of a full battery (A h)."""
+    internal_resistance: float = 0.05
+    """Internal resistance of the pack (ohm)."""
+    efficiency: float = 0.75
+    """Rotor shaft power over electrical power, motors and speed controllers together (-)."""
+    initial_charge: float = 1.0
+    """State of charge at the start (-)."""
+    cell_ocv: tuple[float, ...] = BATTERY_CELL_OCV
+    """Open-circuit voltage of a cell at state of charge 0, 0.1, ..., 1 (V), increasing."""
+
+    def ocv_table(self) -> np.ndarray:
+        """Open-circuit voltage of the pack at state of charge 0, 0.1, ..., 1 (V)."""
+        return self.cells * np.asarray(self.cell_ocv, dtype=float)
+
+    def nominal_voltage(self) -> float:
+        """Voltage at which the rotors reach ``speed_max``: the full pack, unloaded (V)."""
+        return float(self.ocv_table()[-1])
+
+    def open_circuit_voltage(self, soc: float) -> float:
+        """OCV of the pack at state of charge ``soc`` (V), linear between the table's points."""
+        table = self.ocv_table()
+        return float(np.interp(soc, np.linspace(0.0, 1.0, table.size), table))
 
 
 @dataclass(frozen=True)
@@ -655,6 +829,9 @@ class Config:
     sensing: SensingParams = field(default_factory=SensingParams)
     aero: AeroParams = field(default_factory=AeroParams)
     wind: WindParams = field(default_factory=WindParams)
+    ball: BallParams = field(default_factory=BallParams)
+    battery: BatteryParams = field(default_factory=BatteryParams)
+    ground: GroundParams = field(default_factory=lambda: GroundParams())
 
     def with_uavs(self, n: int) -> Config:
         return dataclasses.replace(self, system=self.system.with_uavs(n))
@@ -881,13 +1058,128 @@ def _wind(path: str, table: dict) -> WindParams:
     return wind
 
 
+def _scale(path: str, value: Any) -> Scale:
+    """A positive ratio, or a non-empty list of them (one per quadrotor)."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ConfigError(f"{path}: expected a positive number or a list of them (one per "
+                              f"quadrotor), got {value!r}")
+        return tuple(_positive(f"{path}[{k}]", v) for k, v in enumerate(value))
+    return _positive(path, value)
+
+
 def _mismatch(path: str, table: dict) -> MismatchParams:
     checks = {
         "load_mass_scale": _positive,
         "attachment_offsets": _points,
         "cable_length_deltas": _number_list,
+        "load_com_offset": lambda p, v: _vector(p, v, 3),
     }
+    for name in ("quadrotor_mass_scale", "quadrotor_inertia_scale", "thrust_coeff_scale",
+                 "torque_coeff_scale", "motor_time_constant_scale"):
+        checks[name] = _scale
     return _fields_from(MismatchParams, path, table, checks)
+
+
+MAX_BALL_STEP_PHASE = 0.5
+"""Largest angle (rad) the ball's wall contact turns through in one physics step,
+sqrt(k / m) physics_dt: the bounce is then resolved by some 12 steps."""
+
+
+def _ball(path: str, table: dict, load: LoadParams, sim: SimulationParams) -> BallParams:
+    checks = {"enabled": _boolean, "mass": _positive, "radius": _positive,
+              "stiffness": _positive, "damping": _non_negative, "friction": _non_negative,
+              "slip_speed": _positive}
+    ball = _fields_from(BallParams, path, table, checks)
+    if ball.enabled and 2.0 * ball.radius >= min(load.size):
+        raise ConfigError(f"{path}.radius: expected a ball that fits in the load's box "
+                          f"{list(load.size)} m (radius below {min(load.size) / 2:g}), got "
+                          f"{ball.radius!r}")
+    phase = ball.contact_frequency() * sim.physics_dt
+    if ball.enabled and phase > MAX_BALL_STEP_PHASE:
+        raise ConfigError(
+            f"{path}.stiffness: {ball.stiffness!r} N/m on {ball.mass!r} kg bounces at "
+            f"{ball.contact_frequency():.4g} rad/s, {phase:.3g} rad per physics step of "
+            f"{sim.physics_dt!r} s; expected at most {MAX_BALL_STEP_PHASE} (a softer contact, "
+            "a heavier ball or a shorter step)")
+    return ball
+
+
+def _battery(path: str, table: dict) -> BatteryParams:
+    checks = {"enabled": _boolean, "cells": lambda p, v: _integer(p, v, 1, 14),
+              "capacity_ah": _positive, "internal_resistance": _non_negative,
+              "efficiency": _positive, "initial_charge": _positive,
+              "cell_ocv": lambda p, v: _vector(p, v, len(BATTERY_CELL_OCV), _positive)}
+    battery = _fields_from(BatteryParams, path, table, checks)
+    for name in ("efficiency", "initial_charge"):
+        if getattr(battery, name) > 1.0:
+            raise ConfigError(f"{path}.{name}: expected a fraction in (0, 1], got "
+                              f"{getattr(battery, name)!r}")
+    if any(b <= a for a, b in zip(battery.cell_ocv, battery.cell_ocv[1:])):
+        raise ConfigError(f"{path}.cell_ocv: expected voltages rising with the charge, got "
+                          f"{list(battery.cell_ocv)!r}")
+    return battery
+
+
+# --- ground contact (its own block: GroundParams and its loader) ----------------------------
+
+SNAP_MODELS = ("spring", "inelastic")
+"""How a slack cable snapping taut is simulated (``GroundParams.cable_snap``)."""
+
+
+@dataclass(frozen=True)
+class GroundParams:
+    """The ground, the plane z = 0: the load's box (its 8 corners) and each quadrotor (its 4
+    landing points, under the rotor hubs ``landing_height`` below the centre of gravity)
+    rest on it. Each point below the plane is pushed up by ``max(0, k d - c d')`` (d its
+    depth, d' its downward speed: unilateral, pushes only) and held by Coulomb friction
+    ``-mu N s / max(|s|, slip_speed)`` of its slip velocity s (regularized below
+    ``slip_speed``). ``cable_snap`` chooses how a slack cable that reaches its length is
+    simulated: ``spring`` (the cable's spring-damper alone) or ``inelastic`` (RotorTM's model:
+    an impulse along the cable first removes the separating velocity of its two ends,
+    conserving momentum; the spring-damper carries the load after)."""
+
+    enabled: bool = False
+    stiffness: float = 5000.0
+    """Normal force per metre of depth, per contact point (N/m)."""
+    damping: float = 40.0
+    """Normal force per m/s of downward speed, per contact point (N s/m)."""
+    friction: float = 0.6
+    """Coulomb friction coefficient (-)."""
+    slip_speed: float = 0.02
+    """Slip speed below which friction grows linearly from 0 (m/s)."""
+    landing_height: float = 0.05
+    """Height of a quadrotor's centre of gravity above its landing points (m)."""
+    cable_snap: str = "spring"
+    """``spring`` or ``inelastic`` (see the class docstring)."""
+
+    def inelastic_snap(self) -> bool:
+        return self.cable_snap == "inelastic"
+
+
+MAX_GROUND_STEP_PHASE = 0.5
+"""Largest angle (rad) the stiffest contact mode turns through in one physics step."""
+
+
+def _ground(path: str, table: dict, system: SystemParams, sim: SimulationParams) -> GroundParams:
+    def snap(p, v):
+        if v not in SNAP_MODELS:
+            raise ConfigError(f"{p}: expected one of {list(SNAP_MODELS)}, got {v!r}")
+        return v
+
+    checks = {"enabled": _boolean, "stiffness": _positive, "damping": _non_negative,
+              "friction": _non_negative, "slip_speed": _positive,
+              "landing_height": _positive, "cable_snap": snap}
+    ground = _fields_from(GroundParams, path, table, checks)
+    # the stiffest mode: one quadrotor on its four points (the load is heavier)
+    mass = min(q.mass for q in system.quadrotors)
+    phase = math.sqrt(4.0 * ground.stiffness / mass) * sim.physics_dt
+    if phase > MAX_GROUND_STEP_PHASE:
+        raise ConfigError(
+            f"{path}.stiffness: {ground.stiffness!r} N/m per point under a {mass!r} kg "
+            f"quadrotor bounces at {phase / sim.physics_dt:.4g} rad/s, {phase:.3g} rad per "
+            f"physics step of {sim.physics_dt!r} s; expected at most {MAX_GROUND_STEP_PHASE}")
+    return ground
 
 
 def _load(path: str, table: dict, n_uavs: int | None) -> LoadParams:
@@ -927,7 +1219,7 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
     _check_table(
         source, data,
         {"gravity", "load", "quadrotor", "cable", "formation", "controller", "simulation",
-         "mismatch", "teacher", "link", "sensing", "aero", "wind"},
+         "mismatch", "teacher", "link", "sensing", "aero", "wind", "ball", "battery", "ground"},
     )
     load = _load(f"{source}:load", data.get("load", {}), None)
     n = len(load.attachments)
@@ -957,6 +1249,9 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
         sensing=sensing,
         aero=_aero(f"{source}:aero", data.get("aero", {})),
         wind=_wind(f"{source}:wind", data.get("wind", {})),
+        ball=_ball(f"{source}:ball", data.get("ball", {}), load, simulation),
+        battery=_battery(f"{source}:battery", data.get("battery", {})),
+        ground=_ground(f"{source}:ground", data.get("ground", {}), system, simulation),
     )
 
 

@@ -120,6 +120,43 @@ def figure_tensions(run: RunLog):
     return fig
 
 
+def starts_on_ground(run: RunLog) -> bool:
+    """Whether the run was flown from the ground (``--from-ground``)."""
+    return bool((run.info.get("reference") or {}).get("from_ground"))
+
+
+def figure_lift_off(run: RunLog, before_s: float = 2.0, after_s: float = 3.0):
+    """Through lift-off: each cable's tension and their vertical pull on the load against its
+    weight (N), and the load's and quadrotors' heights (m)."""
+    from cableload_sim.ground import cable_lift, lift_off_index
+
+    s = run.samples
+    off = lift_off_index(s.load_p[:, 2])
+    t_off = s.t[off] if off is not None else s.t[-1]
+    window = (s.t >= t_off - before_s - 3.0) & (s.t <= t_off + after_s)
+    t = s.t[window]
+    fig, (ax, ax_z) = _figure(rows=2, height=3.2)
+    for i, name in enumerate(run.quad_names):
+        ax.plot(t, s.cable_tension[window, i], color=uav_color(i), label=f"cable {name}")
+    if run.system is not None:
+        ax.plot(t, cable_lift(s, run.system)[window], color="black", label="vertical pull on load")
+        ax.axhline(run.system.load.mass * run.system.gravity, color="black", ls="--", lw=0.8,
+                   label="load weight")
+    ax.set_ylabel("tension (N)")
+    ax_z.plot(t, s.load_p[window, 2], color="black", label="load")
+    for i, name in enumerate(run.quad_names):
+        ax_z.plot(t, s.uav_p[window, i, 2], color=uav_color(i), label=name)
+    ax_z.set_ylabel("height (m)")
+    ax_z.set_xlabel("time (s)")
+    for a in (ax, ax_z):
+        if off is not None:
+            a.axvline(t_off, color="gray", ls=":", lw=1.0, label="lift-off")
+        a.grid(True, alpha=0.3)
+        a.legend(loc="upper left", fontsize=7)
+    ax.set_title(_title(run, "cables through lift-off"))
+    return fig
+
+
 def plot_run(path, out_dir, dpi: int = 120) -> list[Path]:
     """Save the run's plots as PNGs in ``out_dir`` (created); returns the files written.
 
@@ -134,6 +171,8 @@ def plot_run(path, out_dir, dpi: int = 120) -> list[Path]:
         figures["tracking_error"] = figure_tracking_errors(run)
     if np.isfinite(run.samples.cable_tension).any():
         figures["cable_tension"] = figure_tensions(run)
+        if starts_on_ground(run):
+            figures["lift_off"] = figure_lift_off(run)
     written = []
     for name, fig in figures.items():
         file = out_dir / f"{name}.png"

@@ -8,6 +8,7 @@ only the nominal quadrotor parameters.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ from cableload_sim import kernels, layout
 from cableload_sim.feasibility import check_hover
 from cableload_sim.horizon import N_NODES
 from cableload_sim.params import Config
+from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry, hover_state
 from cableload_sim.wind import WindField
 from cableload_sim.world import UavTrajectory, WorldState
@@ -56,11 +58,13 @@ class Simulator:
         sim = config.simulation
         self.h = sim.physics_dt
         self.decimation = layout.controller_decimation(config.controller, sim)
-        self.model = layout.pack_model(self.simulated, config.aero)
-        self.cmodel = layout.pack_model(self.nominal)
+        self.model = layout.pack_model(self.simulated, config.aero, config.ball, config.battery,
+                                       config.ground)
+        self.state_len = layout.state_size(self.n, config.ball.enabled, config.battery.enabled)
+        self.cmodel = layout.pack_model(self.nominal, ground=config.ground)
         self.gains = layout.pack_gains(config.controller, sim, self.nominal)
         self.log_every = max(1, round(1.0 / (sim.log_rate_hz * self.h)))
-        self.x = np.zeros(layout.state_size(self.n))
+        self.x = np.zeros(self.state_len)
         self.step = 0
         self._zero_wrench = np.zeros((1, 6))
         self.wind = WindField(config.wind, np.random.default_rng(config.wind.seed)
@@ -72,12 +76,32 @@ class Simulator:
         return self.step * self.h
 
     def reset(self, load_p, load_q) -> None:
-        """All bodies at rest in hover equilibrium around the load pose; controllers fresh; a
-        new realization of the wind's turbulence."""
+        """All bodies at rest in hover equilibrium around the load pose (the box's centre);
+        controllers fresh; a new realization of the wind's turbulence. A load whose centre of
+        mass is off its box centre (``[mismatch] load_com_offset``) starts in the hover of the
+        load without the offset, from which it tilts."""
         self.wind.restart()
-        hover = hover_state(self.simulated, load_p, load_q, hover_geometry(self.simulated))
-        x = np.zeros(layout.state_size(self.n))
-        x[layout.LOAD_POS : layout.LOAD_POS + 3] = hover.load_p
+        level = self.config.mismatch.without_com_offset().apply(self.nominal)
+        ball = self.config.ball
+        if ball.enabled:  # the load's hover carrying the ball, at rest on the floor's centre
+            level = dataclasses.replace(level, load=dataclasses.replace(
+                level.load, mass=level.load.mass + ball.mass))
+        hover = hover_state(level, load_p, load_q, hover_geometry(level))
+        x = np.zeros(self.state_len)
+        R_L = quat_to_matrix(hover.load_q)
+        box = np.asarray(self.simulated.load.box_centre)
+        x[layout.LOAD_POS : layout.LOAD_POS + 3] = hover.load_p - R_L @ box
+        if ball.enabled:
+            o = layout.ball_offset(self.n)
+            rest = ball.radius - 0.5 * self.simulated.load.size[2] \
+                - ball.mass * self.simulated.gravity / ball.stiffness
+            x[o + layout.BALL_POS : o + layout.BALL_POS + 3] = hover.load_p + R_L @ [0, 0, rest]
+        if self.config.battery.enabled:
+            battery = self.config.battery
+            for i in range(self.n):
+                o = layout.battery_offset(self.n, int(ball.enabled), i)
+                x[o + layout.BATT_SOC] = battery.initial_charge
+                x[o + layout.BATT_VOLTAGE] = battery.open_circuit_voltage(battery.initial_charge)
         x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4] = hover.load_q
         for i in range(self.n):
             o = layout.quad_offset(i)
@@ -88,12 +112,21 @@ class Simulator:
         for i in range(self.n):
             self.ctrl[i, layout.CS_ROTOR_CMD : layout.CS_ROTOR_CMD + 4] = hover.rotor_speeds[i]
 
+    def reset_on_ground(self, load_p, load_q) -> None:
+        """The load at rest on the ground below ``load_p`` (level, the heading of ``load_q``),
+        each quadrotor idling on the ground below its hover slot, cables slack
+        (``cableload_sim.ground.resting_state``); controllers fresh."""
+        from cableload_sim.ground import resting_state
+
+        self.reset(load_p, load_q)
+        self.set_state(resting_state(self.config, self.simulated, self.x, load_p, load_q))
+
     def set_state(self, x: np.ndarray, step: int = 0) -> None:
         """Replace the physical state; controllers, plans and statistics start afresh."""
         x = np.asarray(x, dtype=float)
-        if x.shape != (layout.state_size(self.n),) or not np.isfinite(x).all():
+        if x.shape != (self.state_len,) or not np.isfinite(x).all():
             raise ValueError(
-                f"state: expected {layout.state_size(self.n)} finite values, got shape {x.shape}"
+                f"state: expected {self.state_len} finite values, got shape {x.shape}"
             )
         self.x = x.copy()
         self.step = int(step)
@@ -171,17 +204,26 @@ class Simulator:
 
 
 def world_state_from(x: np.ndarray, model: np.ndarray, n: int, t: float) -> WorldState:
-    """Unpack a flat state into a ``WorldState`` (cable tensions from the model)."""
+    """Unpack a flat state into a ``WorldState`` (cable tensions from the model). The load's
+    position and velocity are its box centre's, as motion capture tracks it (the state's are
+    its centre of mass's, the same unless ``[mismatch] load_com_offset`` sets it off)."""
     tension = np.empty(n)
     direction = np.empty((n, 3))
     kernels.cable_tensions(x, model, n, tension, direction)
     quads = np.stack([x[layout.quad_offset(i) : layout.quad_offset(i) + layout.QUAD_SIZE]
                       for i in range(n)])
+    box = model[layout.M_LOAD_BOX_CENTRE : layout.M_LOAD_BOX_CENTRE + 3]
+    load_p = x[layout.LOAD_POS : layout.LOAD_POS + 3].copy()
+    load_v = x[layout.LOAD_VEL : layout.LOAD_VEL + 3].copy()
+    if box.any():
+        R = quat_to_matrix(x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4])
+        load_p += R @ box
+        load_v += R @ np.cross(x[layout.LOAD_RATE : layout.LOAD_RATE + 3], box)
     return WorldState(
         t=float(t),
-        load_p=x[layout.LOAD_POS : layout.LOAD_POS + 3].copy(),
+        load_p=load_p,
         load_q=x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4].copy(),
-        load_v=x[layout.LOAD_VEL : layout.LOAD_VEL + 3].copy(),
+        load_v=load_v,
         load_omega=x[layout.LOAD_RATE : layout.LOAD_RATE + 3].copy(),
         uav_p=quads[:, layout.QUAD_POS : layout.QUAD_POS + 3].copy(),
         uav_q=quads[:, layout.QUAD_QUAT : layout.QUAD_QUAT + 4].copy(),

@@ -796,7 +796,10 @@ class LoopReference(LoadReference):
 
     def sample(self, t) -> LoadReferenceSample:
         t = _as_times(t)
-        warp = time_warp(t, self.ramp_s)
+        return self.sample_warped(t, time_warp(t, self.ramp_s))
+
+    def sample_warped(self, t: np.ndarray, warp: Jet) -> LoadReferenceSample:
+        """The path at times ``t`` (K,) flown along the path time ``warp`` (its jet in t)."""
         phase = self.phase_rate * warp.value
         horizontal = compose(self.curve.jet(phase), _linear_jet(phase, self.phase_rate))
         if self.rotation:

@@ -252,6 +252,8 @@ def system_differences(trained, flown, path: str = "") -> list[str]:
     if isinstance(trained, dict) and isinstance(flown, dict):
         lines = []
         for key in sorted(trained.keys() | flown.keys()):
+            if key not in trained and _neutral(flown[key]):
+                continue  # a field newer than the record, at its neutral default
             lines += system_differences(trained.get(key), flown.get(key),
                                         f"{path}.{key}" if path else str(key))
         return list(dict.fromkeys(lines))
@@ -269,6 +271,13 @@ def system_differences(trained, flown, path: str = "") -> list[str]:
             return []
         return [f"{path} = {trained:g} (flying {flown:g})"]
     return [] if trained == flown else [f"{path} = {trained!r} (flying {flown!r})"]
+
+
+def _neutral(value) -> bool:
+    """Whether ``value`` is a field's do-nothing default: None, false, zero, or all zeros."""
+    if isinstance(value, list | tuple):
+        return all(_neutral(item) for item in value)
+    return value is None or value is False or (isinstance(value, int | float) and value == 0)
 
 
 def check_policy_system(info: dict, system, policy_dir) -> None:

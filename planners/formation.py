@@ -15,6 +15,9 @@ rotates with the load reference (velocities and accelerations fed forward); with
 constant-orientation references. Neither knows dynamics beyond statics: they are the floor
 every real planner must beat.
 
+A reference from the ground (``cableload_sim.lift``, with ``climb(t)``) moves each
+quadrotor from where it rested at the first plan to its slot and back by that share.
+
 With ``converge_s`` the plans start where each quadrotor is and join its slot exponentially
 with that time constant (``anchored``); the student plans relative to this variant of
 formation-tilt (``planners.student``).
@@ -63,9 +66,16 @@ class FormationPlanner:
         self.attach = np.array([q.attachment for q in system.quadrotors])
         self.masses = np.array([q.mass for q in system.quadrotors])
         self.gravity = np.array([0.0, 0.0, -system.gravity])
+        self._rest = None
 
     def reset(self) -> None:
-        pass
+        self._rest = None
+
+    def _rest_from(self, state: WorldState, reference) -> None:
+        """A reference from the ground (``cableload_sim.lift``): the quadrotors' resting
+        places are where they are at its first plan."""
+        if getattr(reference, "climb", None) is not None and getattr(self, "_rest", None) is None:
+            self._rest = np.array(state.uav_p, dtype=float)
 
     def report(self) -> dict:
         return {}
@@ -89,9 +99,17 @@ class FormationPlanner:
         thrust = self.masses[None, :, None] * need[:, None, :] + pull
         R_i = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
         p = quad_end - np.einsum("knab,nb->kna", R_i, self.attach)
+        rest = getattr(self, "_rest", None)
+        if rest is not None and getattr(reference, "climb", None) is not None:
+            # from the ground: from the resting places to the slots, the cables pulling only
+            # once there
+            share = reference.climb(times).value[:, None, None]
+            p = rest[None] + share * (p - rest[None])
+            pull = pull * share
         return p, pull
 
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
+        self._rest_from(state, reference)
         if self.converge_s is None:
             return self.slot_plans(state.t, reference)
         return [self.anchored(plan, state.uav_p[i])

@@ -5,7 +5,7 @@ angular rate) with the load-cable model of ``teacher_model``, the cables pulled 
 the formation prior (``formation_prior``: the formation-tilt cone, which fixes what the load's
 motion leaves free with more than three cables), subject to hard path constraints at every node
 after the first (``path_constraints``: tension bounds, thrust bounds, the distance between
-quadrotors) and input bounds.
+quadrotors at the node and half-way through the interval before it) and input bounds.
 
 Each SQP iteration linearizes the RK4 dynamics, the residuals and the constraints (C generated
 by CasADi, compiled once per system and cached: weights and bounds are arguments) and takes one
@@ -108,38 +108,52 @@ def thrust_limit(system: SystemParams, params: TeacherParams) -> float:
     return min(q.rotor.max_thrust() for q in system.quadrotors) * params.thrust_margin
 
 
-def constraint_functions(model: LoadCableModel, x):
+def constraint_functions(model: LoadCableModel, x, midpoint_offset=0.0):
     """The path constraints at one node without their bounds (``constraint_bounds``), in units
     of ``FORCE_UNIT`` or ``DISTANCE_UNIT``: per quadrotor t_i, -t_i, -|F_i|, |F_i| (tension,
-    thrust); per pair (i, j), j < i, the distance between their centres of gravity."""
+    thrust); per pair (i, j), j < i, the distance between their centres of gravity; then per
+    pair the same distance ``midpoint_offset`` (s, negative: before the node) away, predicted
+    from the node's positions and their first three derivatives.
+
+    The second set is what keeps the separation between the nodes: the onboard controller flies
+    the plan between them (cubic Hermite), and intervals of up to 0.18 s are long enough for a
+    formation turning at a few rad/s to dip 0.1 m below the separation half-way while every
+    node keeps it (measured on zero-sideslip hairpins). Each node covers the middle of the
+    interval before it, which keeps the constraints stage-wise."""
     p, thrust = model.positions_thrusts(x)
+    _, v, a, jerk, *_ = model.outputs(x)
+    tau = midpoint_offset
+    later = p + tau * v + tau**2 / 2.0 * a + tau**3 / 6.0 * jerk
     parts = []
     for i in range(model.n):
         t = x[cable_offset(i) + C_TENSION]
         magnitude = ca.sqrt(ca.sumsqr(thrust[i, :]))
         parts += [t / FORCE_UNIT, -t / FORCE_UNIT, -magnitude / FORCE_UNIT, magnitude / FORCE_UNIT]
-    for i in range(model.n):
-        for j in range(i):
-            parts.append(ca.sqrt(ca.sumsqr(p[i, :] - p[j, :])) / DISTANCE_UNIT)
+    for where in (p, later):
+        for i in range(model.n):
+            for j in range(i):
+                parts.append(ca.sqrt(ca.sumsqr(where[i, :] - where[j, :])) / DISTANCE_UNIT)
     return ca.vertcat(*parts)
 
 
 def constraint_bounds(system: SystemParams, params: TeacherParams) -> np.ndarray:
     """What ``constraint_functions`` add up to each constraint's margin (>= 0 when it holds):
     tension above its minimum and below its maximum, thrust below its maximum and above its
-    minimum, distance beyond ``min_distance + separation_margin``."""
+    minimum, distance (at the node and between nodes) beyond
+    ``min_distance + separation_margin``."""
     P = params
     n = system.n_uavs
     per_uav = np.array([-P.tension_min, P.tension_max, thrust_limit(system, P), -P.thrust_min])
     per_pair = -(P.min_distance + P.separation_margin) / DISTANCE_UNIT
     return np.concatenate([np.tile(per_uav / FORCE_UNIT, n),
-                           np.full(n * (n - 1) // 2, per_pair)])
+                           np.full(n * (n - 1), per_pair)])
 
 
-def path_constraints(model: LoadCableModel, params: TeacherParams, x):
+def path_constraints(model: LoadCableModel, params: TeacherParams, x, midpoint_offset=0.0):
     """The path constraints at one node, each ``>= 0`` when it holds (see
     ``constraint_bounds``)."""
-    return constraint_functions(model, x) + constraint_bounds(model.system, params)
+    return constraint_functions(model, x, midpoint_offset) + constraint_bounds(model.system,
+                                                                              params)
 
 
 def formation_prior(system: SystemParams, hover, q: np.ndarray, acceleration: np.ndarray):
@@ -165,7 +179,8 @@ def formation_prior(system: SystemParams, hover, q: np.ndarray, acceleration: np
 
 
 def constraint_count(n: int) -> int:
-    return 4 * n + n * (n - 1) // 2
+    """Per node: four per quadrotor, two per pair (at the node, before it)."""
+    return 4 * n + n * (n - 1)
 
 
 def input_weights(params: TeacherParams, n: int) -> np.ndarray:
@@ -273,8 +288,9 @@ class TeacherOCP:
         sqrt_weight = ca.SX.sym("w", len(RESIDUAL_WEIGHTS))
         res = tracking_residuals(self.model, x, ref, sqrt_weight)
         J = ca.jacobian(res, x)
-        h = constraint_functions(self.model, x)
-        node = ca.Function("teacher_node", [x, ref, sqrt_weight], [
+        offset = ca.SX.sym("offset")  # to the middle of the interval before the node (s)
+        h = constraint_functions(self.model, x, offset)
+        node = ca.Function("teacher_node", [x, ref, sqrt_weight, offset], [
             ca.mtimes(J.T, J), ca.densify(ca.mtimes(J.T, res)), ca.densify(0.5 * ca.sumsqr(res)),
             ca.densify(h), ca.jacobian(h, x)])
         X = ca.MX.sym("X", nx, N + 1)
@@ -282,7 +298,7 @@ class TeacherOCP:
         REF = ca.MX.sym("ref", reference_size(self.n), N + 1)
         SW = ca.MX.sym("w", len(RESIDUAL_WEIGHTS))
         F, A, B = dyn.map(N)(X[:, :N], U, ca.DM(self.dts).T)
-        W, g, cost, hc, H = node.map(N)(X[:, 1:], REF[:, 1:], SW)
+        W, g, cost, hc, H = node.map(N)(X[:, 1:], REF[:, 1:], SW, ca.DM(-0.5 * self.dts).T)
         linearize = ca.Function("teacher_linearize", [X, U, REF, SW],
                                 [F, A, B, W, g, cost, hc, H])
         outputs = self.model.outputs(x)

@@ -2,8 +2,9 @@
 quadrotor's frame, rotor drag, all against the wind sampled at the step's time.
 
 Model (``params.AeroParams``): the load's pair of faces normal to load axis k takes
-``-c_k |v_k| v_k`` (c_k = 1/2 rho C_d A_k, v the airspeed in the load frame), acting at the
-centre of mass (the box is centred on it); a quadrotor's frame the same per body axis; each
+``-c_k |v_k| v_k`` (c_k = 1/2 rho C_d A_k, v the airspeed of the box's centre in the load
+frame), acting at the box's centre (the centre of mass unless ``[mismatch] load_com_offset``
+sets it off, when the drag also turns the load); a quadrotor's frame the same per body axis; each
 rotor ``-k_d w (v_hub)_xy`` in its plane at its hub, w its speed and v_hub the hub's airspeed
 in the body frame, body rate included (so rotor drag also yaws and damps yaw rate). Airspeed is
 the body's velocity less the wind. Like cable damping, drag uses the velocities stored in x
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 from cableload_sim.kernels.jit import kernel, quad_model_offset, quad_offset
 from cableload_sim.layout import (
+    LOAD_RATE,
     LOAD_VEL,
+    M_LOAD_BOX_CENTRE,
     M_LOAD_DRAG,
     QM_FRAME_DRAG,
     QM_ROTOR_DRAG,
@@ -44,16 +47,26 @@ def wind_at(wind, wind_dt, t):
 def aero_forces(x, model, n, wx, wy, wz, R, force, torque):
     """Add the drag of the air moving at (wx, wy, wz) (world, m/s) to ``force`` (world, N) and
     ``torque`` (body, N m) of every body; R (n+1, 9) the current rotation matrices."""
-    # load: airspeed into the load frame, drag per pair of faces, back to the world
+    # load: the box centre's airspeed into the load frame, drag per pair of faces at the box
+    # centre (c from the centre of mass), back to the world
     vx = x[LOAD_VEL] - wx
     vy = x[LOAD_VEL + 1] - wy
     vz = x[LOAD_VEL + 2] - wz
-    ux = R[0, 0] * vx + R[0, 3] * vy + R[0, 6] * vz
-    uy = R[0, 1] * vx + R[0, 4] * vy + R[0, 7] * vz
-    uz = R[0, 2] * vx + R[0, 5] * vy + R[0, 8] * vz
+    cx = model[M_LOAD_BOX_CENTRE]
+    cy = model[M_LOAD_BOX_CENTRE + 1]
+    cz = model[M_LOAD_BOX_CENTRE + 2]
+    ux = R[0, 0] * vx + R[0, 3] * vy + R[0, 6] * vz \
+        + x[LOAD_RATE + 1] * cz - x[LOAD_RATE + 2] * cy
+    uy = R[0, 1] * vx + R[0, 4] * vy + R[0, 7] * vz \
+        + x[LOAD_RATE + 2] * cx - x[LOAD_RATE] * cz
+    uz = R[0, 2] * vx + R[0, 5] * vy + R[0, 8] * vz \
+        + x[LOAD_RATE] * cy - x[LOAD_RATE + 1] * cx
     dx = -model[M_LOAD_DRAG] * abs(ux) * ux
     dy = -model[M_LOAD_DRAG + 1] * abs(uy) * uy
     dz = -model[M_LOAD_DRAG + 2] * abs(uz) * uz
+    torque[0, 0] += cy * dz - cz * dy
+    torque[0, 1] += cz * dx - cx * dz
+    torque[0, 2] += cx * dy - cy * dx
     for r in range(3):
         force[0, r] += R[0, 3 * r] * dx + R[0, 3 * r + 1] * dy + R[0, 3 * r + 2] * dz
     for i in range(n):

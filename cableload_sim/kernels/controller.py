@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from cableload_sim.kernels.contact import landed_idle
 from cableload_sim.kernels.jit import kernel, quad_model_offset, quad_offset
 from cableload_sim.layout import (
     CS_ACC_FILT,
@@ -46,6 +47,7 @@ from cableload_sim.layout import (
     K_HOLD_UPDATES,
     K_REJECTED_PLANS,
     M_GRAVITY,
+    M_GROUND,
     MODE_HOLD_EXPIRED,
     MODE_HOLD_NO_PLAN,
     MODE_HOLD_REJECTED,
@@ -523,6 +525,10 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     mass = cmodel[qm + QM_MASS]
     fresh = _measure(x, o, b, cs, cmodel, qm, gains, R, scratch)
     mode = _reference(x, o, i, b, cs, plan, plan_status, counters, t, R, scratch)
+    if cmodel[M_GROUND] != 0.0 and landed_idle(x, o, cs, cmodel, qm, scratch):
+        _hold_heading(R, b, cs)
+        cs[CS_MODE] = mode
+        return
     # the slow pull restarts from the pull as it is on the first update and whenever the
     # controller changes between tracking and holding
     restart = fresh or ((cs[CS_MODE] == MODE_TRACKING) != (mode == MODE_TRACKING))

@@ -2,7 +2,7 @@
 
 Gravity, the external wrench on the load, rotor thrust and torques, the cables (unilateral
 spring-dampers, force only, no moment at the joints; see the package docstring), and the
-drag of the air (``aero``).
+drag of the air (``aero``), the ground's contact (``contact``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from cableload_sim.kernels.aero import aero_forces
+from cableload_sim.kernels.contact import ground_forces
 from cableload_sim.kernels.jit import (
     body_offset,
     cable_model_offset,
@@ -31,6 +32,7 @@ from cableload_sim.layout import (
     LOAD_VEL,
     M_AERO,
     M_GRAVITY,
+    M_GROUND,
     M_LOAD_MASS,
     QM_ALLOC,
     QM_ATTACH,
@@ -179,6 +181,8 @@ def forces_in_wind(x, model, n, wrench, wx, wy, wz, R, force, torque, tension):
     _cables(x, model, n, R, force, torque, tension)
     if model[M_AERO] != 0.0:
         aero_forces(x, model, n, wx, wy, wz, R, force, torque)
+    if model[M_GROUND] != 0.0:
+        ground_forces(x, model, n, R, force, torque)
 
 
 @kernel()

@@ -13,6 +13,9 @@ import numpy as np
 from numba import prange
 
 from cableload_sim.kernels.aero import wind_at
+from cableload_sim.kernels.ball import ball_drift, ball_forces, ball_kick
+from cableload_sim.kernels.battery import battery_motors
+from cableload_sim.kernels.contact import cable_snaps
 from cableload_sim.kernels.controller import controller_update
 from cableload_sim.kernels.forces import forces_in_wind
 from cableload_sim.kernels.integrator import (
@@ -37,6 +40,9 @@ from cableload_sim.layout import (
     FC_FORCE,
     FC_MOMENTUM,
     FC_TORQUE,
+    M_BALL,
+    M_BATTERY,
+    M_SNAP_INELASTIC,
     QM_SPEED_MAX,
     QUAD_ROTOR,
     SC_SIZE,
@@ -90,30 +96,37 @@ def _sampled_statistics(x, n, model, stats):
 
 
 @kernel()
-def _restore_forces(x, n, fcache, R, force, torque, mom):
-    """Start from the forces, torques and momenta the last call ended with."""
+def _restore_forces(x, n, fcache, R, force, torque, mom, ball):
+    """Start from the forces, torques and momenta the last call ended with (and the ball's
+    force when ``ball``)."""
     for b in range(n + 1):
         quat_to_rot(x, body_offset(b) + BODY_QUAT, R, b)
         for r in range(3):
             force[b, r] = fcache[b, FC_FORCE + r]
             torque[b, r] = fcache[b, FC_TORQUE + r]
             mom[b, r] = fcache[b, FC_MOMENTUM + r]
+    if ball:
+        for r in range(3):
+            force[n + 1, r] = fcache[n + 1, FC_FORCE + r]
 
 
 @kernel()
-def _store_forces(n, force, torque, mom, fcache):
+def _store_forces(n, force, torque, mom, fcache, ball):
     for b in range(n + 1):
         for r in range(3):
             fcache[b, FC_FORCE + r] = force[b, r]
             fcache[b, FC_TORQUE + r] = torque[b, r]
             fcache[b, FC_MOMENTUM + r] = mom[b, r]
+    if ball:
+        for r in range(3):
+            fcache[n + 1, FC_FORCE + r] = force[n + 1, r]
 
 
 class Work(NamedTuple):
     """``advance``'s work arrays, allocated once per call."""
 
     R: np.ndarray  # (n+1, 9) rotation matrices, row-major
-    force: np.ndarray  # (n+1, 3) world (N)
+    force: np.ndarray  # (n+2, 3) world (N); the last row the ball's
     torque: np.ndarray  # (n+1, 3) body frame (N m)
     tension: np.ndarray  # (n,) (N)
     mom: np.ndarray  # (n+1, 3) angular momenta, body frame
@@ -138,7 +151,7 @@ def advance(sys, data, step0, n_steps, wrench, log):
     ``log.tension``; returns the number of rows written.
     """
     n = sys.n
-    work = Work(np.empty((n + 1, 9)), np.empty((n + 1, 3)), np.empty((n + 1, 3)), np.empty(n),
+    work = Work(np.empty((n + 1, 9)), np.zeros((n + 2, 3)), np.zeros((n + 2, 3)), np.empty(n),
                 np.empty((n + 1, 3)), np.empty(SC_SIZE), motor_decay(sys.physics, n, sys.h),
                 body_constants(sys.physics, n))
     return _steps(sys, data, work, step0, n_steps, wrench, log)
@@ -163,11 +176,18 @@ def _steps(sys, data, work, step0, n_steps, wrench, log):
     rows = 0
     half = 0.5 * h
     m_last = wrench.shape[0] - 1
+    # optional effects: tested once here, so that without them the loop does no extra work
+    ball = model[M_BALL] != 0.0
+    battery = model[M_BATTERY] != 0.0
+    snap = model[M_SNAP_INELASTIC] != 0.0
+    ball_block = 1 if ball else 0
     if data.fvalid[0] == 1:
-        _restore_forces(x, n, data.fcache, R, force, torque, mom)
+        _restore_forces(x, n, data.fcache, R, force, torque, mom, ball)
     else:
         wx, wy, wz = wind_at(sys.wind, sys.wind_dt, step0 * h)
         forces_in_wind(x, model, n, wrench[0], wx, wy, wz, R, force, torque, tension)
+        if ball:
+            ball_forces(x, model, n, R, force, torque)
         momenta_from_rates(x, n, mom, body)
     for k in range(n_steps):
         step = step0 + k
@@ -178,13 +198,25 @@ def _steps(sys, data, work, step0, n_steps, wrench, log):
                                   data.counters, sys.nominal, sys.gains, t, R, work.scratch)
             _sampled_statistics(x, n, model, data.stats)
         kick(x, n, force, torque, half, mom, body)
+        if ball:
+            ball_kick(x, n, force, half, model)
+            ball_drift(x, n, h)
         drift(x, n, h, mom, body)
         rates_from_momenta(x, n, mom, body)
-        motors(x, data.ctrl, n, work.decay)
+        if snap:
+            cable_snaps(x, model, n, h, R, mom, body)
+        if battery:
+            battery_motors(x, data.ctrl, n, work.decay, model, h, ball_block)
+        else:
+            motors(x, data.ctrl, n, work.decay)
         wx, wy, wz = wind_at(sys.wind, sys.wind_dt, (step + 1) * h)
         forces_in_wind(x, model, n, wrench[min(k, m_last)], wx, wy, wz, R, force, torque,
                        tension)
+        if ball:
+            ball_forces(x, model, n, R, force, torque)
         kick(x, n, force, torque, half, mom, body)
+        if ball:
+            ball_kick(x, n, force, half, model)
         _slack_statistics(n, h, tension, data.stats)
         if log.every > 0 and (step + 1) % log.every == 0 and rows < log.x.shape[0]:
             for s in range(x.shape[0]):
@@ -192,7 +224,7 @@ def _steps(sys, data, work, step0, n_steps, wrench, log):
             for i in range(n):
                 log.tension[rows, i] = tension[i]
             rows += 1
-    _store_forces(n, force, torque, mom, data.fcache)
+    _store_forces(n, force, torque, mom, data.fcache, ball)
     data.fvalid[0] = 1
     return rows
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from backends.agiros import plan_piece
-from backends.pilot import Pilot, PilotState, ReferenceQueue, reference_problem
+from backends.pilot import Pilot, PilotState, ReferenceQueue, reference_problem, sample_nodes
 from cableload_sim.horizon import node_times
 from cableload_sim.world import UavTrajectory
 
@@ -135,3 +135,50 @@ def test_plan_piece_for_a_stock_pilot_starts_at_the_queued_end():
         assert np.diff(piece.t).max() <= 0.01 + 1e-12
     sample = queue.sample(0.42)  # after the last offer (earlier pieces have expired)
     np.testing.assert_allclose(sample.p[sample.t <= end, 0], sample.t[sample.t <= end])
+
+
+def cubic_plan(t0: float) -> UavTrajectory:
+    """A plan on the horizon's nodes whose position is a cubic in time (x = c (t - t0)^3 + ...):
+    the onboard controller's Hermite interpolation reproduces it exactly between nodes."""
+    t = node_times(t0)
+    tau = t - t0
+    c = np.array([0.8, -0.5, 0.3])
+    p = c * tau[:, None] ** 3 + [0.1, 0.2, 1.0]
+    v = 3 * c * tau[:, None] ** 2
+    a = 6 * c * tau[:, None]
+    j = np.tile(6 * c, (t.size, 1))
+    return UavTrajectory(t, p, v, a, j, np.zeros((t.size, 3)))
+
+
+def test_pieces_and_the_pilot_keep_the_plan_the_controller_would_fly():
+    """Cut into a stock pilot's pieces and sampled by the pilot for the controller, a plan stays
+    the same curve (straight chords between its nodes would cut the corners: 0.66 mm and
+    1 mm/s on the teacher's plans)."""
+    plan = cubic_plan(2.0)
+    piece = plan_piece(plan, 2.05, 2.3, 0.01)
+    tau = piece.t - 2.0
+    c = np.array([0.8, -0.5, 0.3])
+    np.testing.assert_allclose(piece.p, c * tau[:, None] ** 3 + [0.1, 0.2, 1.0], atol=1e-12)
+    np.testing.assert_allclose(piece.v, 3 * c * tau[:, None] ** 2, atol=1e-12)
+    np.testing.assert_allclose(piece.a, 6 * c * tau[:, None], atol=1e-12)
+    queue = ReferenceQueue("stock")
+    assert queue.offer({"t": piece.t, "p": piece.p, "v": piece.v, "a": piece.a, "j": piece.j,
+                        "w": piece.body_rates}, now=2.05)
+    sampled = queue.sample(2.123)
+    inside = sampled.t <= piece.t[-1]
+    tau = sampled.t[inside] - 2.0
+    np.testing.assert_allclose(sampled.p[inside], c * tau[:, None] ** 3 + [0.1, 0.2, 1.0],
+                               atol=1e-12)
+    np.testing.assert_allclose(sampled.v[inside], 3 * c * tau[:, None] ** 2, atol=1e-12)
+
+
+def test_sample_nodes_holds_the_ends():
+    plan = cubic_plan(0.0)
+    nodes = {"t": plan.t, "p": plan.p, "v": plan.v, "a": plan.a, "j": plan.j,
+             "w": plan.body_rates}
+    out = sample_nodes(nodes, np.array([-0.5, plan.t[-1] + 1.0]))
+    np.testing.assert_allclose(out["p"], plan.p[[0, -1]])  # first values, then the end
+    np.testing.assert_allclose(out["v"][0], plan.v[0])
+    np.testing.assert_allclose(out["j"][0], plan.j[0])
+    for name in ("v", "a", "j", "w"):
+        np.testing.assert_allclose(out[name][1], 0.0)  # at rest after the last point

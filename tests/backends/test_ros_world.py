@@ -32,29 +32,40 @@ def within(value: float, reference: float, factor: float) -> bool:
     return value <= reference * factor
 
 
-def test_teacher_through_the_gazebo_backend_flies_as_on_the_embedded_one(ros_graph):
-    ros_graph.cableload("world", "world", "--real-time-factor", "1")
+@pytest.mark.parametrize("queue", ["stock", "replace"])
+def test_teacher_through_the_gazebo_backend_flies_as_on_the_embedded_one(ros_graph, queue):
+    """At most 25 % worse than on the embedded backend. Against the stock pilot it flies
+    better (by 15-30 % in 12 s runs): the teacher's plans fly better when they take effect
+    0.1 s after they were made, as that pilot's queue makes them (so they do on the embedded
+    simulator with plans delayed so), hence no lower bound near 1."""
+    ros_graph.cableload("world", "world", "--real-time-factor", "1", "--pilot-queue", queue)
     live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration",
-                    DURATION)
+                    DURATION, "--pilot-queue", queue)
     embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION)
     assert live["status"] == "completed", (live, ros_graph.log("world"))
-    assert live["rejected_plans"] == 0  # no reference refused by the (stock) pilot
+    assert live["rejected_plans"] == 0  # no reference refused by the pilot
     assert live["real_time_factor"] <= 1.05  # paced: never faster than asked (slower if starved)
-    # within 25 %, or within what the real latency this backend exposes adds (states every
-    # 10 ms, plans applied 10-70 ms after they were made: about 0.1 deg on the teacher's 0.3)
-    for key, floor in (("rmse_position_m", 0.002), ("rmse_orientation_deg", 0.2)):
-        assert abs(live[key] - embedded[key]) <= max(0.25 * embedded[key], floor), \
-            (key, live, embedded)
+    for key in ("rmse_position_m", "rmse_orientation_deg"):
+        assert 0.5 * embedded[key] <= live[key] <= 1.25 * embedded[key], (key, live, embedded)
     ros_graph.stop()
     assert world_rejections(ros_graph) == 0, ros_graph.log("world")
+    if queue == "replace":  # every plan whole: nothing short of a 1.8 s stall empties it
+        assert world_counts(ros_graph, "queue ran dry") == ["0", "0", "0"], \
+            ros_graph.log("world")
+
+
+def world_counts(ros_graph, what: str) -> list[str]:
+    """Per quadrotor, the world's count ``what`` from its summary at exit."""
+    line = next(line for line in ros_graph.log("world").splitlines()
+                if "accepted/rejected" in line)
+    counts = line.split(f"{what}:")[1].split(";")[0]
+    return [part.split()[1] for part in counts.split(",")]
 
 
 def world_rejections(ros_graph) -> int:
-    """References the world's pilots rejected, from its summary at exit."""
-    line = next(line for line in ros_graph.log("world").splitlines()
-                if "accepted/rejected" in line)
-    counts = line.split("accepted/rejected:")[1].split(";")[0]
-    return sum(int(part.split("/")[1]) for part in counts.split(","))
+    """References the world's pilots rejected."""
+    return sum(int(count.split("/")[1]) for count in world_counts(ros_graph,
+                                                                  "accepted/rejected"))
 
 
 def node_subscriptions(state: dict) -> dict[str, set[str]]:
@@ -66,14 +77,12 @@ def node_subscriptions(state: dict) -> dict[str, set[str]]:
 
 
 def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, tmp_path):
-    """Against a pilot that replaces its queue: with the stock pilot the nodes fly worse at
-    real-time factor 1 (see the README's known limits)."""
+    """Against the stock pilot (pieces of each plan appended to its queue)."""
     require(shutil.which("rosbag") is not None, "needs rosbag: sudo apt-get install ros-core")
-    queue = ("--pilot-queue", "replace")
-    ros_graph.cableload("world", "world", "--real-time-factor", "1", *queue)
+    ros_graph.cableload("world", "world", "--real-time-factor", "1")
     for i in range(3):
         ros_graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
-                            "--runtime", "onnx", *queue)
+                            "--runtime", "onnx")
     ros_graph.wait_for(
         lambda: len(ros_graph.master_state()["subscribers"].get(
             "/cableload/load/reference_horizon", [])) == 3, 120, "three student nodes")
@@ -99,7 +108,7 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
         assert f"/{own}/agiros_pilot/state" in subscribed
 
     live = simulate(ros_graph, "--backend", "gazebo", "--planner", "nodes", "--duration",
-                    DURATION, *queue)
+                    DURATION)
     assert live["status"] == "completed", (live, ros_graph.log("node0"))
     assert live["node_plans_min"] >= 0.8 * float(DURATION) * 10  # about 10 Hz from every node
     embedded = simulate(ros_graph, "--planner", "student", "--runtime", "onnx", "--duration",

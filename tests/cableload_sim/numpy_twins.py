@@ -99,6 +99,8 @@ class Model:
     frame_drag: np.ndarray  # (n, 3)
     rotor_drag: np.ndarray  # (n,)
     rotor_xy: np.ndarray  # (n, 4, 2)
+    box_centre: np.ndarray  # (3,) the load's box centre from its centre of mass, load frame
+    half_size: np.ndarray  # (3,) half the box's size
 
 
 def unpack_model(model: np.ndarray, n: int) -> Model:
@@ -124,6 +126,8 @@ def unpack_model(model: np.ndarray, n: int) -> Model:
         frame_drag=np.stack([q.frame_drag for q in quads]),
         rotor_drag=np.array([q.rotor_drag for q in quads]),
         rotor_xy=np.stack([q.rotor_xy for q in quads]),
+        box_centre=_vec(model, L.M_LOAD_BOX_CENTRE),
+        half_size=_vec(model, L.M_LOAD_HALF_SIZE),
     )
 
 
@@ -227,8 +231,10 @@ class Forces(NamedTuple):
 def aero_forces(b: Bodies, M: Model, wind, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drag of the air moving at ``wind`` (world, m/s): (force (n+1, 3) world, torque
     (n+1, 3) body). Per axis of each body's frame, ``-c_k |u_k| u_k`` of the airspeed u in that
-    frame; on each rotor, ``-k_d w (u + omega x r_hub)`` in the rotor plane, at the hub."""
+    frame; on each rotor, ``-k_d w (u + omega x r_hub)`` in the rotor plane, at the hub. The
+    load's is that of its box centre c, and acts there."""
     u = _rotate_back(R, b.vel - np.asarray(wind, dtype=float))  # (n+1, 3) body frames
+    u[0] += np.cross(b.rate[0], M.box_centre)
     coeff = np.vstack([M.load_drag, M.frame_drag])
     drag = -coeff * np.abs(u) * u
     hubs = np.concatenate([M.rotor_xy, np.zeros((b.n, 4, 1))], axis=2)  # (n, 4, 3)
@@ -237,6 +243,7 @@ def aero_forces(b: Bodies, M: Model, wind, R: np.ndarray) -> tuple[np.ndarray, n
     drag[1:] += rotor.sum(axis=1)
     torque = np.zeros_like(drag)
     torque[1:] = np.cross(hubs, rotor).sum(axis=1)
+    torque[0] = np.cross(M.box_centre, drag[0])
     return _rotate(R, drag), torque
 
 
@@ -795,3 +802,55 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
             rows += 1
     return AdvanceResult(pack_state(integ.bodies), ctrl, plan_status, counters, stats, rows,
                          log_x, log_tension, infos)
+
+
+# ---------------------------------------------------------------------------------------------
+# The sloshing ball (``kernels.ball``)
+
+
+class Ball(NamedTuple):
+    mass: float
+    radius: float
+    stiffness: float
+    damping: float
+    friction: float
+    slip_speed: float
+
+
+def unpack_ball(model: np.ndarray) -> Ball:
+    return Ball(*(float(model[k]) for k in (L.M_BALL_MASS, L.M_BALL_RADIUS, L.M_BALL_STIFFNESS,
+                                              L.M_BALL_DAMPING, L.M_BALL_FRICTION,
+                                              L.M_BALL_SLIP_SPEED)))
+
+
+def ball_forces(x: np.ndarray, model: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray,
+                                                                      np.ndarray]:
+    """(force on the ball (world), force on the load (world), torque on the load (body)) of
+    the ball's weight and its wall contact: per load axis, the wall it penetrates pushes it
+    back along the normal, ``max(0, k d + c d')``; on each touched wall, friction
+    ``-mu |N| s / max(|s|, slip_speed)`` of the slip s in that wall's plane; the load takes
+    minus the contact force at the ball's centre."""
+    M = unpack_model(model, n)
+    ball = unpack_ball(model)
+    o = L.ball_offset(n)
+    R = quat_to_matrix(x[L.LOAD_QUAT : L.LOAD_QUAT + 4])
+    p = R.T @ (x[o + L.BALL_POS : o + L.BALL_POS + 3] - x[L.LOAD_POS : L.LOAD_POS + 3])
+    slip = R.T @ (x[o + L.BALL_VEL : o + L.BALL_VEL + 3] - x[L.LOAD_VEL : L.LOAD_VEL + 3]) \
+        - np.cross(x[L.LOAD_RATE : L.LOAD_RATE + 3], p)
+    u = p - M.box_centre
+    upper = u + ball.radius - M.half_size  # penetration of the + walls
+    lower = -u + ball.radius - M.half_size
+    normal = np.where(upper > 0, -np.maximum(ball.stiffness * upper + ball.damping * slip, 0.0),
+                      np.where(lower > 0, np.maximum(ball.stiffness * lower
+                                                     - ball.damping * slip, 0.0), 0.0))
+    contact = normal.copy()
+    if ball.friction > 0.0:
+        for k in range(3):
+            if normal[k] != 0.0:
+                tangent = slip.copy()
+                tangent[k] = 0.0
+                contact += -ball.friction * abs(normal[k]) * tangent / max(
+                    np.linalg.norm(tangent), ball.slip_speed)
+    world = R @ contact
+    on_ball = world - np.array([0.0, 0.0, ball.mass * M.gravity])
+    return on_ball, -world, np.cross(p, -contact)

@@ -201,7 +201,7 @@ def test_tilt_limit_holds_in_a_3_m_step(max_tilt, step):
     config = dataclasses.replace(config, controller=dataclasses.replace(
         config.controller, max_tilt_deg=max_tilt))
     sim = Simulator(config)
-    sim.reset([0.0, 0.0, 2.0], [1.0, 0.0, 0.0, 0.0])
+    sim.reset([0.0, 0.0, 5.0], [1.0, 0.0, 0.0, 0.0])  # 3 m down stays clear of the ground
     sim.advance(500)
     start = sim.world_state().uav_p
     worst = 0.0

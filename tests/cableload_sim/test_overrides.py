@@ -59,7 +59,8 @@ def test_every_table_is_reachable_and_checked_like_the_file(key):
     ("quadrotor.rotor.tau=0.1", r"quadrotor\.rotor: unknown key 'tau'; expected one of "
                                 r"\['arm_length', 'speed_max', 'speed_min', 'thrust_coeff', "
                                 r"'time_constant', 'torque_coeff'\]"),
-    ("weather.speed=3", r"unknown key 'weather'; expected one of \['aero', 'cable', 'controller'"),
+    ("weather.speed=3", r"unknown key 'weather'; expected one of \['aero', 'ball', 'battery', "
+                        r"'cable', 'controller'"),
     ("load.mass.value=1", r"load\.mass is a value \(1\.4\), not a table"),
     ("load.size=[0.5, 0.4", r"is not a TOML value .*expected e\.g\. 0\.5, true"),
     ("load.size=[0.5, 0.4]", r"load\.size: expected a list of 3 numbers, got \[0\.5, 0\.4\]"),

@@ -91,6 +91,7 @@ CS_BLOCKS = (
     ("initialized", layout.CS_INITIALIZED, 1, None),
     ("segment", layout.CS_SEGMENT, 1, None),
     ("pull_slow", layout.CS_PULL_SLOW, 3, 1.0),
+    ("landed", layout.CS_LANDED, 1, None),
 )
 
 

@@ -1,0 +1,47 @@
+"""A flight from the ground (``--from-ground``): take-off, lift, eight-slow, set-down, landing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backends.embedded import EmbeddedBackend
+from backends.runner import run_episode
+from cableload_sim import layout
+from cableload_sim.ground import cable_lift, lift_off_index
+from cableload_sim.lift import from_ground
+from cableload_sim.params import load_config
+from cableload_sim.trajectories import make_reference
+from planners.formation import FormationPlanner
+
+
+@pytest.mark.parametrize("tilt", [False, True])
+def test_formation_lifts_flies_and_sets_down_the_load(tilt):
+    config = load_config()
+    system = config.system
+    reference = from_ground(make_reference("eight-slow"))
+    backend = EmbeddedBackend(config)
+    result = run_episode(backend, FormationPlanner(system, tilt=tilt), reference,
+                         reference.period_s + 1.0, keep_samples=True)
+    assert result.status.value == "completed", result.message
+    s = result.samples
+    rest_z = s.load_p[0, 2]
+    weight = system.load.mass * system.gravity
+    # the load leaves the ground only once the cables carry its weight
+    off = lift_off_index(s.load_p[:, 2])
+    assert s.t[off] > reference.t_lift
+    lift = cable_lift(s, system)
+    assert lift[off] == pytest.approx(weight, rel=0.1)
+    assert np.all(lift[: off - 10] < weight)
+    assert np.all(s.cable_tension[s.t < reference.climb_s - 0.5] == 0.0)  # slack on the ground
+    # in the air it tracks the reference (the metric is over the airborne samples only)
+    assert result.metrics["rmse_position_m"] < (0.03 if tilt else 0.05)
+    air = reference.airborne(s.t)
+    assert np.linalg.norm(s.load_p[air] - result.ref_p[air], axis=1).max() < 0.1
+    assert s.load_p[air, 2].max() > 0.95
+    # it ends resting on the ground, the quadrotors idling where they took off
+    assert s.load_p[-1, 2] == pytest.approx(rest_z, abs=1e-4)
+    assert np.abs(s.load_v[-1]).max() < 1e-3
+    np.testing.assert_allclose(s.uav_p[-1], s.uav_p[0], atol=0.05)
+    assert np.all(backend.sim.ctrl[:, layout.CS_LANDED] == 1.0)
+    assert result.metrics["min_uav_distance_m"] >= config.simulation.collision_distance_m
