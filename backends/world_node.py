@@ -24,12 +24,19 @@ fall to, the world stops the flight there and holds the system (reported in its 
 Pacing: real-time factor 1 by default; any other factor on request, ``0`` for as fast as
 possible. Physics advances in slices of one state period (``state_rate_hz``); references and
 commands that arrived meanwhile take effect at the next slice, never earlier than they arrived.
+
+With ``config.link`` on, a reference is received at the start of that slice, and its
+quadrotor's ``LinkModel`` (seeded from ``WorldOptions.seed``) loses it or says when it arrives
+on board: the world runs on up to that time, the physics stepped to the arrival step and no
+further, and hands it to the pilot there; the pilot re-plans at once. The other commands (enable,
+start, land, off, force hover) do not go through the link.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -38,7 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from backends import ros1
+from backends.embedded import ARRIVAL_TOLERANCE_STEPS
 from backends.pilot import Pilot, PilotState
+from cableload_sim.link import InFlight, LinkStats, make_links
 from cableload_sim.params import Config
 from cableload_sim.runlog import default_quad_names
 from cableload_sim.simulator import Simulator
@@ -61,6 +70,8 @@ class WorldOptions:
     start_paused: bool = False
     land_drop_m: float = 1.0
     """How far a landing quadrotor descends before it switches off (m)."""
+    seed: int = 0
+    """Seed of the links' draws (``make_links``); used only with ``config.link`` on."""
 
     def __post_init__(self):
         if not np.isfinite(self.real_time_factor) or self.real_time_factor < 0.0:
@@ -99,6 +110,10 @@ class WorldNode:
         self.epoch = 0.0  # ROS time at the simulator's time zero
         self.messages: deque[str] = deque(maxlen=100)
         self._inbox: deque = deque()
+        self.links = make_links(config.link, self.n, self.options.seed)
+        self.in_flight = InFlight()
+        """References on their way through the links, by arrival in ROS time (s)."""
+        self._tolerance_s = ARRIVAL_TOLERANCE_STEPS * self.sim.h
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._slices = 0
@@ -174,6 +189,12 @@ class WorldNode:
             payload = bool(msg.data)
         else:
             payload = None
+        self.receive(i, kind, payload)
+
+    def receive(self, i: int, kind: str, payload) -> None:
+        """A command for quadrotor ``i`` (``kind``: trajectory, enable, start, land, off,
+        force_hover), converted from its message: node arrays of the reference in ROS time,
+        the flag of enable, else None. It takes effect from the next slice on."""
         self._inbox.append((i, kind, payload))
 
     def _srv_reset(self, _request):
@@ -220,7 +241,17 @@ class WorldNode:
         telemetry has no field for it), and how often its queue ran out while tracking."""
         counts = ", ".join(f"{p.name} {p.queue.accepted}/{p.queue.rejected}" for p in self.pilots)
         dry = ", ".join(f"{p.name} {p.ran_dry}" for p in self.pilots)
-        return f"pilot references accepted/rejected: {counts}; queue ran dry: {dry}"
+        text = f"pilot references accepted/rejected: {counts}; queue ran dry: {dry}"
+        if self.config.link.enabled:
+            link = self.link_stats()
+            text += (f"; link: {link.sent} references sent, {link.dropped} lost, "
+                     f"{len(self.in_flight)} still on their way, delay mean "
+                     f"{1e3 * link.delay_mean_s:.1f} ms, max {1e3 * link.delay_max_s:.1f} ms")
+        return text
+
+    def link_stats(self) -> LinkStats:
+        """What the links of every quadrotor did since the world started."""
+        return LinkStats.combined([link.stats() for link in self.links])
 
     # -- loop ------------------------------------------------------------------------------
 
@@ -262,10 +293,15 @@ class WorldNode:
         now = self.sim_time
         while self._inbox:
             i, kind, payload = self._inbox.popleft()
-            self._apply(i, kind, payload, now, state.uav_p[i])
+            if kind == "trajectory" and self.config.link.enabled:
+                arrival = self.links[i].transmit(self.clock)
+                if arrival is not None:
+                    self.in_flight.put(arrival, i, payload)
+            else:
+                self._apply(i, kind, payload, now, state.uav_p[i])
+        self._deliver(replan=False)  # those arriving now (no delay, or at the slice's start)
         if self.held:
-            self.clock += self.slice_s
-            self.epoch += self.slice_s  # time runs, the simulator's state does not
+            self._hold_slice()
         else:
             for i, pilot in enumerate(self.pilots):
                 plan = pilot.plan(now, state.uav_p[i])
@@ -277,11 +313,58 @@ class WorldNode:
                 for pilot in self.pilots:
                     pilot.off()
             else:
-                self.sim.advance(self.steps_per_slice, log=False)
-                self.clock = self.epoch + self.sim.time
+                self._advance_slice()
         self._slices += 1
 
-    def _apply(self, i: int, kind: str, payload, now: float, position) -> None:
+    def _hold_slice(self) -> None:
+        """One slice in which time runs and the simulator's state does not; references are
+        handed to their pilots at their arrival."""
+        start, epoch = self.clock, self.epoch
+        end = start + self.slice_s
+        while self.in_flight.next_arrival() < end - self._tolerance_s:
+            arrival = max(self.in_flight.next_arrival(), self.clock)
+            self.clock = arrival
+            self.epoch = epoch + (arrival - start)
+            self._deliver(replan=False)
+        self.clock = end
+        self.epoch = epoch + self.slice_s
+
+    def _advance_slice(self) -> None:
+        """One slice of physics, stepped in pieces that end where a reference arrives (splitting
+        changes no bit of the physics)."""
+        left = self.steps_per_slice
+        while left > 0:
+            steps = min(left, self._steps_to_next_arrival())
+            self.sim.advance(steps, log=False)
+            self.clock = self.epoch + self.sim.time
+            left -= steps
+            if left > 0:
+                self._deliver(replan=True)
+
+    def _steps_to_next_arrival(self) -> int | float:
+        arrival = self.in_flight.next_arrival()
+        if not math.isfinite(arrival):
+            return math.inf
+        return max(1, math.ceil((arrival - self.clock) / self.sim.h - ARRIVAL_TOLERANCE_STEPS))
+
+    def _deliver(self, replan: bool) -> None:
+        """Hand every reference that has arrived by now to its pilot; with ``replan``, a pilot
+        that queued one gives its controller the new plan at once (mid-slice)."""
+        due = self.in_flight.due(self.clock + self._tolerance_s)
+        if not due:
+            return
+        state = self.sim.world_state()
+        now = self.sim_time
+        for i, payload in due:
+            accepted = self._apply(i, "trajectory", payload, now, state.uav_p[i])
+            pilot = self.pilots[i]
+            if replan and accepted and pilot.state in (PilotState.HOVER, PilotState.TRACKING):
+                plan = pilot.plan(now, state.uav_p[i])
+                if plan is not None:
+                    self.sim.send_plan(i, plan)
+
+    def _apply(self, i: int, kind: str, payload, now: float, position) -> bool:
+        """Apply one command to pilot ``i``; False for a reference it rejected."""
         pilot = self.pilots[i]
         if kind == "trajectory":
             payload = {**payload, "t": payload["t"] - self.epoch}
@@ -291,6 +374,7 @@ class WorldNode:
                     f"t={now:.3f} s {pilot.name}: reference [{payload['t'][0]:.4f}, "
                     f"{payload['t'][-1]:.4f}] s rejected ({pilot.state.value}, queue ends "
                     f"{'-' if end is None else f'{end:.4f}'} s)")
+                return False
         elif kind == "enable":
             pilot.enable(payload)
         elif kind == "start":
@@ -303,6 +387,7 @@ class WorldNode:
             pilot.landed = not was_flying
         elif kind == "force_hover":
             pilot.force_hover(position)
+        return True
 
     def publish(self) -> None:
         m = ros1.messages()

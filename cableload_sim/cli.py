@@ -379,7 +379,7 @@ def cmd_world(args) -> int:
 
     options = WorldOptions(real_time_factor=args.real_time_factor, state_rate_hz=args.state_rate,
                            mocap_rate_hz=args.mocap_rate, pilot_queue=args.pilot_queue,
-                           start_paused=args.paused)
+                           start_paused=args.paused, seed=args.seed)
     world = WorldNode(load_cli_config(args), options)
     from backends.gazebo import master_reachable, master_uri
 
@@ -667,6 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paused", action="store_true", help="start with the physics paused")
     p.add_argument("--duration", type=float, default=None,
                    help="stop after this many seconds of world time (default: run until killed)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the links' draws (with --set link.enabled=true)")
     p.set_defaults(func=cmd_world)
 
     p = sub.add_parser("node", help="one planner as its own ROS1 node (one per quadrotor for "

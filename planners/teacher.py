@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from cableload_sim.horizon import node_offsets
-from cableload_sim.params import Config, SystemParams, TeacherParams
+from cableload_sim.params import AeroParams, Config, SystemParams, TeacherParams
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.world import UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
@@ -64,10 +64,11 @@ class TeacherPlanner:
 
     name = "teacher"
 
-    def __init__(self, system: SystemParams, params: TeacherParams | None = None):
+    def __init__(self, system: SystemParams, params: TeacherParams | None = None,
+                 aero: AeroParams | None = None):
         self.system = system
         self.params = params or TeacherParams()
-        self.ocp = TeacherOCP(system, self.params)
+        self.ocp = TeacherOCP(system, self.params, aero)
         self.model = self.ocp.model
         self.offsets = node_offsets()
         self.bounds = PlanBounds()
@@ -78,6 +79,7 @@ class TeacherPlanner:
 
     @classmethod
     def from_config(cls, config: Config, **kwargs):
+        kwargs.setdefault("aero", config.aero)
         return cls(config.system, config.teacher, **kwargs)
 
     def reset(self) -> None:

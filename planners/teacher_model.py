@@ -22,6 +22,18 @@ above the cable's end by the attachment offset turned with the quadrotor's attit
 z_i, heading +x): p and v exact, a and jerk without the terms of the attitude's angular
 acceleration (0.03 m times a few rad/s^2). The body rates fed forward follow by differential
 flatness with zero yaw rate, without the load's angular jerk in dF_i/dt (``_quad_outputs``).
+
+Drag (``[aero]``, nominal coefficients; still air: the teacher knows no wind): the load's box
+takes the simulator's per-face drag ``-c_k |u_k| u_k`` along each load axis (c_k = 1/2 rho C_d
+A_k, u the velocity of the box's centre in the load frame), with |u_k| smoothed to
+``sqrt(u_k^2 + eps^2)`` (``DRAG_SPEED_EPS``: at most c_k eps^2 / 2 = 2e-6 N off the simulator's);
+it enters the load's accelerations and, differentiated exactly, its jerks. Each quadrotor's thrust
+also balances the drag D_i on it, ``F_i = m_i (a_i - g) - t_i s_i - D_i``: frame drag per body
+axis (same smoothed form) plus rotor drag linearized at the hover rotor speed, ``-4 k_d w_hover
+v_perp`` (v_perp the velocity in the rotor plane). D_i is taken at the cable end's velocity (the
+centre of gravity's, less the 3 cm arm's turning) in the body axes of the thrust without drag
+(heading +x; drag of a few 0.01 N tilts them by a fraction of a degree); dF_i/dt includes its
+exact derivative. Zero coefficients build exactly the drag-free model.
 """
 
 from __future__ import annotations
@@ -31,7 +43,8 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from cableload_sim.params import SystemParams
+from cableload_sim.params import AeroParams, SystemParams
+from cableload_sim.statics import hover_geometry
 
 # state layout
 X_POS = 0
@@ -47,6 +60,9 @@ C_TENSION = 12
 C_DTENSION = 13
 C_SIZE = 14
 U_SIZE = 4  # per cable: d3r (3), d2t (1)
+DRAG_SPEED_EPS = 0.01
+"""Airspeed (m/s) below which the drag's |u| is smoothed, ``sqrt(u^2 + eps^2)``: keeps its
+derivative continuous at u = 0 for the Newton steps."""
 
 
 def state_size(n: int) -> int:
@@ -76,6 +92,11 @@ def _quat_rate(q, w):
     )
 
 
+def _face_drag(coeff, u):
+    """Quadratic drag ``-c_k |u_k| u_k`` per component of u (coeff c, 3), |u_k| smoothed."""
+    return -ca.DM(coeff) * ca.sqrt(u * u + DRAG_SPEED_EPS**2) * u
+
+
 def _heading_axes(z):
     """Body x and y axes of an attitude with thrust axis z heading +x (the controllers hold
     their heading)."""
@@ -95,10 +116,12 @@ class CableState:
 
 
 class LoadCableModel:
-    """Symbolic model of one multi-lift system as the teacher sees it (nominal parameters)."""
+    """Symbolic model of one multi-lift system as the teacher sees it (nominal parameters;
+    ``aero`` the drag it knows, none when None)."""
 
-    def __init__(self, system: SystemParams):
+    def __init__(self, system: SystemParams, aero: AeroParams | None = None):
         self.system = system
+        self.aero = aero
         self.n = system.n_uavs
         self.nx = state_size(self.n)
         self.nu = U_SIZE * self.n
@@ -110,6 +133,8 @@ class LoadCableModel:
         self.uav_mass = np.array([q.mass for q in system.quadrotors])
         self.uav_attach = np.array([q.attachment for q in system.quadrotors])
         self.g = np.array([0.0, 0.0, -system.gravity])
+        self._load_drag = self._load_drag_functions(aero)
+        self._quad_drag = self._quad_drag_functions(aero)
         x = ca.SX.sym("x", self.nx)
         u = ca.SX.sym("u", self.nu)
         self.x_sym, self.u_sym = x, u
@@ -119,6 +144,58 @@ class LoadCableModel:
                                    ["x"], ["p", "v", "a", "j", "thrust", "rates"])
         self.positions_thrusts = ca.Function(
             "positions_thrusts", [x], list(self._positions_thrusts(x)), ["x"], ["p", "thrust"])
+
+    # -- drag -----------------------------------------------------------------------------------
+
+    def _load_drag_functions(self, aero: AeroParams | None):
+        """None without load drag; else (drag, rate): drag(v, q, w) the drag's force (world)
+        and torque (body) on the load, rate(v, q, w, a, alpha) their exact time derivatives."""
+        if aero is None or aero.load_drag_coeff == 0.0:
+            return None
+        v, w, a, alpha = (ca.SX.sym(name, 3) for name in ("v", "w", "a", "alpha"))
+        q = ca.SX.sym("q", 4)
+        R = _quat_to_rot(q)
+        centre = np.asarray(self.system.load.box_centre, dtype=float)
+        u = ca.mtimes(R.T, v)
+        if np.any(centre):  # the box's centre off the centre of mass
+            u = u + ca.cross(w, ca.DM(centre))
+        faces = _face_drag(aero.load_drag(self.system.load), u)
+        force = ca.mtimes(R, faces)
+        torque = ca.cross(ca.DM(centre), faces) if np.any(centre) else ca.DM.zeros(3)
+        wrench = ca.vertcat(force, torque)
+        rate = (ca.mtimes(ca.jacobian(wrench, v), a) + ca.mtimes(ca.jacobian(wrench, q),
+                                                                 _quat_rate(q, w))
+                + ca.mtimes(ca.jacobian(wrench, w), alpha))
+        drag = ca.Function("load_drag", [v, q, w], [force, torque])
+        drag_rate = ca.Function("load_drag_rate", [v, q, w, a, alpha], [rate[:3], rate[3:]])
+        return drag, drag_rate
+
+    def _quad_drag_functions(self, aero: AeroParams | None):
+        """None without quadrotor drag; else (drag, rate, rotor): drag(v, F, k) the drag
+        (world) on a quadrotor moving at v whose thrust is F (its attitude: thrust axis along F,
+        heading +x), k its linearized rotor drag (kg/s); rate(v, F, k, a, dF) its exact time
+        derivative; rotor (n,) each quadrotor's k, 4 k_d w_hover (w_hover its rotor speed at
+        the system's hover)."""
+        if aero is None or not (any(aero.quadrotor_drag) or aero.rotor_drag_coeff > 0.0):
+            return None
+        v, F, a, dF = (ca.SX.sym(name, 3) for name in ("v", "F", "a", "dF"))
+        k = ca.SX.sym("k")
+        z = F / ca.sqrt(ca.sumsqr(F))
+        x_axis, y_axis = _heading_axes(z)
+        axes = ca.horzcat(x_axis, y_axis, z)  # body to world
+        u = ca.mtimes(axes.T, v)
+        frame = _face_drag(aero.quadrotor_drag, u)
+        drag = ca.mtimes(axes, frame) - k * (x_axis * u[0] + y_axis * u[1])
+        rate = ca.mtimes(ca.jacobian(drag, v), a) + ca.mtimes(ca.jacobian(drag, F), dF)
+        geometry = hover_geometry(self.system)
+        rotor = np.empty(self.n)
+        for i, quad in enumerate(self.system.quadrotors):
+            hover_thrust = np.linalg.norm(quad.mass * -self.g
+                                          + geometry.tensions[i] * geometry.directions[i])
+            rotor[i] = 4.0 * aero.rotor_drag_coeff * np.sqrt(
+                hover_thrust / (4.0 * quad.rotor.thrust_coeff))
+        return (ca.Function("quad_drag", [v, F, k], [drag]),
+                ca.Function("quad_drag_rate", [v, F, k, a, dF], [rate]), rotor)
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -143,6 +220,10 @@ class LoadCableModel:
         for i, c in enumerate(self.cables(x)):
             force = force - c.t * c.s
             torque = torque + c.t * ca.cross(ca.mtimes(R.T, c.s), ca.DM(self.rho[i]))
+        if self._load_drag is not None:
+            drag_force, drag_torque = self._load_drag[0](x[X_VEL : X_VEL + 3], q, w)
+            force = force + drag_force
+            torque = torque + drag_torque
         return force / self.mass, ca.solve(J, torque)
 
     def load_jerks(self, x):
@@ -151,9 +232,13 @@ class LoadCableModel:
         w = x[X_RATE : X_RATE + 3]
         R = _quat_to_rot(q)
         J = ca.DM(self.inertia)
-        _, alpha = self.load_accelerations(x)
+        acc, alpha = self.load_accelerations(x)
         dforce = ca.DM.zeros(3)
         dtorque = -ca.cross(alpha, ca.mtimes(J, w)) - ca.cross(w, ca.mtimes(J, alpha))
+        if self._load_drag is not None:
+            drag_dforce, drag_dtorque = self._load_drag[1](x[X_VEL : X_VEL + 3], q, w, acc, alpha)
+            dforce = dforce + drag_dforce
+            dtorque = dtorque + drag_dtorque
         for i, c in enumerate(self.cables(x)):
             s_dot = ca.cross(c.r, c.s)
             dforce = dforce - c.dt * c.s - c.t * s_dot
@@ -177,9 +262,9 @@ class LoadCableModel:
 
     def _positions_thrusts(self, x):
         """Centres of gravity of the quadrotors (n x 3) and their thrust vectors (n x 3): what
-        the path constraints need, as ``outputs`` has them, without its velocity- and
-        jerk-level terms."""
+        the path constraints need, as ``outputs`` has them, without its jerk-level terms."""
         p = x[X_POS : X_POS + 3]
+        v = x[X_VEL : X_VEL + 3]
         q = x[X_QUAT : X_QUAT + 4]
         w = x[X_RATE : X_RATE + 3]
         R = _quat_to_rot(q)
@@ -193,6 +278,10 @@ class LoadCableModel:
             length = float(self.lengths[i]) + float(self.compliance[i]) * c.t
             end_a = acc + arm_a - length * s2 - 2.0 * float(self.compliance[i]) * c.dt * s1
             thrust = self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s
+            if self._quad_drag is not None:
+                end_v = (v + ca.mtimes(R, ca.cross(w, rho)) - length * s1
+                         - float(self.compliance[i]) * c.dt * c.s)
+                thrust = thrust - self._quad_drag[0](end_v, thrust, self._quad_drag[2][i])
             end_p = p + ca.mtimes(R, rho) - length * c.s
             ends.append((end_p - self._attachment_arm(i, thrust)).T)
             thrusts.append(thrust.T)
@@ -232,6 +321,10 @@ class LoadCableModel:
             end_j = jerk + arm_j - length * s3 - 3.0 * stretch_rate * s2
             thrust = self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s
             dthrust = self.uav_mass[i] * end_j - c.dt * c.s - c.t * s1
+            if self._quad_drag is not None:  # the thrust also balances the drag
+                drag, drag_rate, rotor = self._quad_drag
+                dthrust = dthrust - drag_rate(end_v, thrust, rotor[i], end_a, dthrust)
+                thrust = thrust - drag(end_v, thrust, rotor[i])
             norm = ca.sqrt(ca.sumsqr(thrust))
             z = thrust / norm
             w_world = ca.cross(z, dthrust) / norm  # the thrust axis turns at this rate

@@ -26,7 +26,7 @@ import casadi as ca
 import numpy as np
 
 from cableload_sim.horizon import N_NODES, node_offsets
-from cableload_sim.params import SystemParams, TeacherParams
+from cableload_sim.params import AeroParams, SystemParams, TeacherParams
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry
 from planners.codegen import compile_functions
@@ -249,10 +249,12 @@ class TeacherOCP:
     shortened to stay inside a trust region and to keep slacks and multipliers positive.
     """
 
-    def __init__(self, system: SystemParams, params: TeacherParams):
+    def __init__(self, system: SystemParams, params: TeacherParams,
+                 aero: AeroParams | None = None):
         self.system = system
         self.params = params
-        self.model = LoadCableModel(system)
+        self.aero = aero if aero is not None and aero.any_drag() else None
+        self.model = LoadCableModel(system, self.aero)
         self.n = system.n_uavs
         self.nx = self.model.nx
         self.nu = self.model.nu
@@ -327,9 +329,11 @@ class TeacherOCP:
         self._out_buffer.set_res(0, memoryview(self._out_res))
 
     def _digest(self) -> str:
-        """What the generated code depends on: the system and the RK4 steps (weights and
-        bounds are arguments: changing them needs no new build)."""
+        """What the generated code depends on: the system, the drag and the RK4 steps (weights
+        and bounds are arguments: changing them needs no new build)."""
         key = repr((self.system, self.params.substeps))
+        if self.aero is not None:  # drag-free builds keep their key
+            key += repr(self.aero)
         return hashlib.sha256(key.encode()).hexdigest()[:10]
 
     def linearize(self, X: np.ndarray, U: np.ndarray, ref: np.ndarray) -> list[np.ndarray]:

@@ -33,7 +33,7 @@ FRAME = (0.005, 0.005, 0.01)
 K_D = 5.0e-5
 PAPER_DRAG = AeroParams(load_drag_coeff=1.05, quadrotor_drag=(0.005, 0.005, 0.01),
                         rotor_drag_coeff=5.0e-5)
-"""The coefficients paper.toml documents (off there until the teacher models the drag)."""
+"""The coefficients paper.toml sets."""
 
 
 AERO = AeroParams(air_density=RHO, load_drag_coeff=LOAD_CD, quadrotor_drag=FRAME,
@@ -254,8 +254,10 @@ def paper_dict():
                         .read_text())
 
 
-def test_paper_config_has_wind_off():
+def test_paper_config_has_drag_on_and_wind_off():
+    """paper.toml flies the documented drag (the teacher models it) in still air."""
     config = load_config()
+    assert config.aero == PAPER_DRAG
     assert not config.wind.turbulent() and not any(config.wind.mean)
 
 
