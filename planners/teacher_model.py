@@ -26,7 +26,7 @@ flatness with zero yaw rate, without the load's angular jerk in dF_i/dt (``_quad
 Drag (``[aero]``, nominal coefficients; still air: the teacher knows no wind): the load's box
 takes the simulator's per-face drag ``-c_k |u_k| u_k`` along each load axis (c_k = 1/2 rho C_d
 A_k, u the velocity of the box's centre in the load frame), with |u_k| smoothed to
-``sqrt(u_k^2 + eps^2)`` (``DRAG_SPEED_EPS``: at most c_k eps^2 / 2 = 2e-6 N off the simulator's);
+``sqrt(u_k^2 + eps^2)`` (``DRAG_SPEED_EPS``: at most c_k eps^2 / 2, 8e-6 N, off the simulator's);
 it enters the load's accelerations and, differentiated exactly, its jerks. Each quadrotor's thrust
 also balances the drag D_i on it, ``F_i = m_i (a_i - g) - t_i s_i - D_i``: frame drag per body
 axis (same smoothed form) plus rotor drag linearized at the hover rotor speed, ``-4 k_d w_hover

@@ -19,10 +19,10 @@ from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry
 from planners.teacher_model import (
     C_DIR,
-    DRAG_SPEED_EPS,
     C_DTENSION,
     C_RATE,
     C_TENSION,
+    DRAG_SPEED_EPS,
     X_LOAD,
     X_POS,
     X_QUAT,
