@@ -73,6 +73,11 @@ class EmbeddedBackend:
         if self.config.sensing.enabled:
             self.sensors = Sensors.for_episode(self.config.sensing, self.system, scenario.seed)
             self.sensors.start(self.time, *self._poses())
+            # the quadrotors fuse the same cameras' poses onboard: the same biases
+            mocap = self.sensors.mocap
+            self.sim.seed_onboard(scenario.seed, mocap.position_bias[1:], mocap.attitude_bias[1:])
+        else:
+            self.sim.seed_onboard(scenario.seed)
         return self.observe()
 
     def observe(self) -> WorldState:

@@ -129,6 +129,7 @@ class WorldNode:
 
     def _place(self, load_p, load_q) -> None:
         self.sim.reset(load_p, load_q)
+        self.sim.seed_onboard(self.options.seed)  # the onboard sensors, when [imu] is on
         self.epoch = self.clock  # the simulator restarts its time at zero
         state = self.sim.world_state()
         for i, pilot in enumerate(self.pilots):

@@ -31,6 +31,8 @@ from cableload_sim.params import (
     BatteryParams,
     ControllerParams,
     GroundParams,
+    ImuParams,
+    SensingParams,
     SimulationParams,
     SystemParams,
 )
@@ -124,7 +126,21 @@ M_GROUND_LANDING = M_GROUND + 5  # quadrotor's centre of gravity above its landi
 M_GROUND_LOAD_REACH = M_GROUND + 6  # farthest box corner from the load's centre of mass (m)
 M_GROUND_QUAD_REACH = M_GROUND + 7  # farthest landing point from a quadrotor's centre (m)
 M_SNAP_INELASTIC = M_GROUND + 8  # 1: a slack cable reaching its length snaps by an impulse
-M_HEADER = M_GROUND + 9
+# The onboard IMU and state estimate (``kernels.onboard``), when M_IMU is 1. Gains are per
+# capture of the quadrotor's own pose.
+M_IMU = M_GROUND + 9  # 1 when the controllers fly on the onboard estimate, else 0
+M_IMU_GYRO_STD = M_IMU + 1  # gyroscope white noise per reading (rad/s)
+M_IMU_ACCEL_STD = M_IMU + 2  # accelerometer white noise per reading (m/s^2)
+M_IMU_CAPTURE_EVERY = M_IMU + 3  # controller updates per motion capture
+M_IMU_CAPTURE_DELAY = M_IMU + 4  # controller updates from a capture to its use
+M_IMU_POS_STD = M_IMU + 5  # motion capture's white position noise (m)
+M_IMU_ATT_STD = M_IMU + 6  # and attitude noise, a small body rotation (rad)
+M_EST_K_POS = M_IMU + 7  # position correction per unit error (-)
+M_EST_K_VEL = M_IMU + 8  # velocity correction per unit position error (1/s)
+M_EST_K_ACCEL_BIAS = M_IMU + 9  # accelerometer-bias correction per unit position error (1/s^2)
+M_EST_K_ATT = M_IMU + 10  # attitude correction per unit attitude error (-)
+M_EST_K_GYRO_BIAS = M_IMU + 11  # gyroscope-bias correction per unit attitude error (1/s)
+M_HEADER = M_IMU + 12
 # Per-quadrotor block
 QM_MASS = 0
 QM_INERTIA = 1  # principal moments (3)
@@ -220,6 +236,33 @@ def pack_model(system: SystemParams, aero: AeroParams | None = None,
         m[b + CM_DAMPING] = cable.damping
         m[b + CM_LOAD_ATTACH : b + CM_LOAD_ATTACH + 3] = rho
     return m
+
+
+def pack_imu(m: np.ndarray, imu: ImuParams, sensing: SensingParams, update_s: float) -> None:
+    """Write the onboard IMU and estimate of ``imu`` into model vector ``m`` (nothing when it
+    is off): noise per reading at controller updates ``update_s`` apart, the motion capture of
+    ``sensing`` (captures on whole updates, its latency rounded up to one), the observers'
+    gains per capture, each with all its poles at its bandwidth (``ImuParams``)."""
+    if not imu.enabled:
+        return
+    every = max(1, round(1.0 / (sensing.mocap_rate_hz * update_s)))
+    period = every * update_s
+    m[M_IMU] = 1.0
+    m[M_IMU_GYRO_STD] = imu.gyro_noise_density / math.sqrt(update_s)
+    m[M_IMU_ACCEL_STD] = imu.accel_noise_density / math.sqrt(update_s)
+    m[M_IMU_CAPTURE_EVERY] = every
+    m[M_IMU_CAPTURE_DELAY] = math.ceil(sensing.latency_s / update_s - 1e-9)
+    m[M_IMU_POS_STD] = sensing.position_noise_m
+    m[M_IMU_ATT_STD] = sensing.attitude_noise_rad
+    # (s + w)^3 = s^3 + 3 w s^2 + 3 w^2 s + w^3 for (position, velocity, accelerometer bias),
+    # (s + w)^2 for (attitude, gyroscope bias); continuous gains times the capture period
+    w = imu.position_bandwidth
+    m[M_EST_K_POS] = 3.0 * w * period
+    m[M_EST_K_VEL] = 3.0 * w * w * period
+    m[M_EST_K_ACCEL_BIAS] = w**3 * period
+    w = imu.attitude_bandwidth
+    m[M_EST_K_ATT] = 2.0 * w * period
+    m[M_EST_K_GYRO_BIAS] = w * w * period
 
 
 def _pack_ground(m: np.ndarray, system: SystemParams, ground: GroundParams) -> None:
@@ -334,7 +377,29 @@ CS_INITIALIZED = 34  # 0 until the first update has seeded the filters
 CS_SEGMENT = 35  # index of the plan segment used last (search hint)
 CS_PULL_SLOW = 36  # slow part of the cable's pull, kept while yielding to its fast part, world (3)
 CS_LANDED = 39  # 1 while idling on the ground (``kernels.contact.landed_idle``)
-CS_SIZE = 40
+# The onboard IMU and state estimate (``kernels.onboard``; used when the model's M_IMU is 1).
+# This flight's sensor calibration (set with the controller state, ``Simulator.seed_onboard``):
+CS_IMU_SEED = 40  # seed of this quadrotor's sensor noise, an integer below 2^52
+CS_IMU_GYRO_BIAS = 41  # gyroscope bias (rad/s) (3)
+CS_IMU_ACCEL_BIAS = 44  # accelerometer bias (m/s^2) (3)
+CS_MOCAP_POS_BIAS = 47  # motion capture's position bias for this quadrotor, world (m) (3)
+CS_MOCAP_ATT_BIAS = 50  # and attitude bias, a small body rotation (rad) (3)
+# The estimate:
+CS_EST_READY = 53  # 0 until the first update has started the estimate
+CS_EST_POS = 54  # position, world (3)
+CS_EST_QUAT = 57  # attitude (4)
+CS_EST_VEL = 61  # velocity, world (3)
+CS_EST_GYRO_BIAS = 64  # (3)
+CS_EST_ACCEL_BIAS = 67  # (3)
+# Captures in flight, each: the update it is used at (-1: none), the position error and the
+# attitude error (a small body rotation) of the estimate at its capture.
+CS_EST_PENDING = 70
+PENDING_USE = 0
+PENDING_POS = 1
+PENDING_ATT = 4
+PENDING_SIZE = 7
+PENDING_SLOTS = 4  # ``params.IMU_PENDING_CAPTURES``
+CS_SIZE = CS_EST_PENDING + PENDING_SIZE * PENDING_SLOTS
 
 MODE_TRACKING = 0.0
 MODE_HOLD_NO_PLAN = 1.0

@@ -19,6 +19,7 @@ gravity = 9.81
 [teacher]         # TeacherParams
 [link]            # LinkParams: plans lost or late between planner and quadrotor
 [sensing]         # SensingParams: motion capture and the filters the planners observe through
+[imu]             # ImuParams: each quadrotor's IMU and the state estimate its controller flies on
 [aero]            # AeroParams: drag on the load and the quadrotors, rotor drag
 [wind]            # WindParams: steady wind and Dryden turbulence
 [ball]            # BallParams: a ball sloshing free inside the load's box
@@ -744,6 +745,36 @@ class SensingParams:
 
 
 @dataclass(frozen=True)
+class ImuParams:
+    """Each quadrotor's inertial sensors and the onboard state estimate its controller flies
+    on (``cableload_sim.kernels.onboard``).
+
+    The gyroscope measures the body rates, the accelerometer the specific force (body frame),
+    each with a constant bias (drawn per quadrotor and flight) plus white noise, read at every
+    controller update. The estimate integrates them and is corrected by the quadrotor's own
+    motion-capture pose (the rate, latency, noise and biases of ``[sensing]``): a third-order
+    observer of position, velocity and accelerometer bias, and a complementary filter of
+    attitude and gyroscope bias, each with all its poles at its bandwidth. Off unless
+    ``enabled`` (the controllers then fly on the true state).
+    """
+
+    enabled: bool = False
+    """Whether the onboard controllers fly on the estimate; off, on the true state."""
+    gyro_noise_density: float = 0.0007
+    """White gyroscope noise (rad/s/sqrt(Hz)); per reading, divided by sqrt(update period)."""
+    gyro_bias: float = 0.005
+    """Standard deviation of each gyroscope axis's constant bias (rad/s)."""
+    accel_noise_density: float = 0.016
+    """White accelerometer noise (m/s^2/sqrt(Hz))."""
+    accel_bias: float = 0.05
+    """Standard deviation of each accelerometer axis's constant bias (m/s^2)."""
+    position_bandwidth: float = 4.0
+    """Poles of the position, velocity and accelerometer-bias observer (rad/s)."""
+    attitude_bandwidth: float = 2.0
+    """Poles of the attitude and gyroscope-bias filter (rad/s)."""
+
+
+@dataclass(frozen=True)
 class TeacherParams:
     """The centralized NMPC teacher: cost weights, bounds and solver settings.
 
@@ -827,6 +858,7 @@ class Config:
     teacher: TeacherParams = field(default_factory=TeacherParams)
     link: LinkParams = field(default_factory=LinkParams)
     sensing: SensingParams = field(default_factory=SensingParams)
+    imu: ImuParams = field(default_factory=ImuParams)
     aero: AeroParams = field(default_factory=AeroParams)
     wind: WindParams = field(default_factory=WindParams)
     ball: BallParams = field(default_factory=BallParams)
@@ -1019,6 +1051,47 @@ def _sensing(path: str, table: dict) -> SensingParams:
             raise ConfigError(f"{path}.{name}: expected at most 0.5 rad (the filter linearizes "
                               f"small rotations), got {getattr(sensing, name)!r}")
     return sensing
+
+
+def _imu(path: str, table: dict) -> ImuParams:
+    checks = {f.name: _non_negative for f in dataclasses.fields(ImuParams)}
+    checks["enabled"] = _boolean
+    for name in ("position_bandwidth", "attitude_bandwidth"):
+        checks[name] = _positive
+    return _fields_from(ImuParams, path, table, checks)
+
+
+def _check_imu(source: str, imu: ImuParams, sensing: SensingParams, sim: SimulationParams,
+               controller: ControllerParams) -> None:
+    """The onboard estimate's captures fall on controller updates, its corrections stay
+    stable, and no more captures wait at once than it holds (checked when on)."""
+    if not imu.enabled:
+        return
+    update_s = 1.0 / controller.rate_hz
+    every = 1.0 / (sensing.mocap_rate_hz * update_s)
+    if round(every) < 1 or abs(every - round(every)) > 1e-6:
+        raise ConfigError(
+            f"{source}:sensing.mocap_rate_hz: with imu.enabled, expected a whole fraction of "
+            f"controller.rate_hz={controller.rate_hz!r} Hz (a capture at a controller update), "
+            f"got {sensing.mocap_rate_hz!r}")
+    period = round(every) * update_s
+    fastest = max(imu.position_bandwidth, imu.attitude_bandwidth)
+    if 3.0 * fastest * period > 0.5:
+        raise ConfigError(
+            f"{source}:imu: expected bandwidths below {0.5 / (3.0 * period):.3g} rad/s at "
+            f"{sensing.mocap_rate_hz!r} Hz captures (each correction at most half the error), "
+            f"got position_bandwidth={imu.position_bandwidth!r}, "
+            f"attitude_bandwidth={imu.attitude_bandwidth!r}")
+    waiting = math.ceil(sensing.latency_s / period) + 1
+    if waiting > IMU_PENDING_CAPTURES:
+        raise ConfigError(
+            f"{source}:sensing.latency_s: with imu.enabled, expected at most "
+            f"{(IMU_PENDING_CAPTURES - 1) * period!r} s ({IMU_PENDING_CAPTURES} captures "
+            f"in flight), got {sensing.latency_s!r}")
+
+
+IMU_PENDING_CAPTURES = 4
+"""Captures the onboard estimate holds while they are in flight (``layout.CS_EST_PENDING``)."""
 
 
 def _check_sensing_rate(source: str, sensing: SensingParams, sim: SimulationParams) -> None:
@@ -1219,7 +1292,7 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
     _check_table(
         source, data,
         {"gravity", "load", "quadrotor", "cable", "formation", "controller", "simulation",
-         "mismatch", "teacher", "link", "sensing", "aero", "wind", "ball", "battery", "ground"},
+         "mismatch", "teacher", "link", "sensing", "imu", "aero", "wind", "ball", "battery", "ground"},
     )
     load = _load(f"{source}:load", data.get("load", {}), None)
     n = len(load.attachments)
@@ -1239,6 +1312,8 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
     _check_rates(source, controller, simulation)
     sensing = _sensing(f"{source}:sensing", data.get("sensing", {}))
     _check_sensing_rate(source, sensing, simulation)
+    imu = _imu(f"{source}:imu", data.get("imu", {}))
+    _check_imu(source, imu, sensing, simulation, controller)
     return Config(
         system=system,
         controller=controller,
@@ -1247,6 +1322,7 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
         teacher=_teacher(f"{source}:teacher", data.get("teacher", {})),
         link=_link(f"{source}:link", data.get("link", {})),
         sensing=sensing,
+        imu=imu,
         aero=_aero(f"{source}:aero", data.get("aero", {})),
         wind=_wind(f"{source}:wind", data.get("wind", {})),
         ball=_ball(f"{source}:ball", data.get("ball", {}), load, simulation),

@@ -45,6 +45,15 @@ class SimulatorStats:
     hold_updates: np.ndarray  # (n,) controller updates spent holding hover
 
 
+IMU_STREAM = 3
+"""Distinguishes the onboard sensors' random stream from the episode's other ones (link: 1,
+planners' sensors: 2)."""
+
+ONBOARD_SIZE = layout.CS_EST_READY - layout.CS_IMU_SEED
+"""A flight's onboard sensor calibration in the controller state: seed, gyroscope and
+accelerometer biases, motion-capture position and attitude biases."""
+
+
 class Simulator:
     """One load-cable-quadrotor system with its onboard controllers, stepped by numba kernels."""
 
@@ -61,6 +70,8 @@ class Simulator:
         self.model = layout.pack_model(self.simulated, config.aero, config.ball, config.battery,
                                        config.ground)
         self.state_len = layout.state_size(self.n, config.ball.enabled, config.battery.enabled)
+        layout.pack_imu(self.model, config.imu, config.sensing,
+                        self.decimation * self.h)
         self.cmodel = layout.pack_model(self.nominal, ground=config.ground)
         self.gains = layout.pack_gains(config.controller, sim, self.nominal)
         self.log_every = max(1, round(1.0 / (sim.log_rate_hz * self.h)))
@@ -69,7 +80,9 @@ class Simulator:
         self._zero_wrench = np.zeros((1, 6))
         self.wind = WindField(config.wind, np.random.default_rng(config.wind.seed)
                               if rng is None else rng)
+        self._onboard = np.zeros((self.n, ONBOARD_SIZE))
         self.reset(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+        self.seed_onboard(0)
 
     @property
     def time(self) -> float:
@@ -131,6 +144,7 @@ class Simulator:
         self.x = x.copy()
         self.step = int(step)
         self.ctrl = np.zeros((self.n, layout.CS_SIZE))
+        self.ctrl[:, layout.CS_IMU_SEED : layout.CS_IMU_SEED + ONBOARD_SIZE] = self._onboard
         for i in range(self.n):
             o = layout.quad_offset(i) + layout.QUAD_ROTOR
             self.ctrl[i, layout.CS_ROTOR_CMD : layout.CS_ROTOR_CMD + 4] = self.x[o : o + 4]
@@ -138,6 +152,34 @@ class Simulator:
         self.counters = np.zeros((self.n, layout.K_SIZE))
         self.stats = layout.new_stats(self.n)
         self.fcache, self.fvalid = layout.empty_force_cache(self.n)
+
+    def seed_onboard(self, seed: int, position_bias: np.ndarray | None = None,
+                     attitude_bias: np.ndarray | None = None) -> None:
+        """A new flight's onboard sensors (``[imu]``, used when enabled): noise seeds and
+        IMU biases drawn from ``seed`` in a stream of their own (``IMU_STREAM``), and the
+        motion capture's bias for each quadrotor, ``position_bias`` (n, 3) (m) and
+        ``attitude_bias`` (n, 3) (rad), when the planners' sensors drew them (the same
+        cameras), else drawn here from ``[sensing]``. Kept through ``set_state``; the estimates
+        restart."""
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), IMU_STREAM]))
+        imu = self.config.imu
+        sensing = self.config.sensing
+        cal = np.zeros((self.n, ONBOARD_SIZE))
+        cal[:, 0] = rng.integers(0, 2**52, size=self.n)
+        cal[:, 1:4] = rng.normal(0.0, imu.gyro_bias, size=(self.n, 3))
+        cal[:, 4:7] = rng.normal(0.0, imu.accel_bias, size=(self.n, 3))
+        cal[:, 7:10] = rng.normal(0.0, sensing.position_bias_m, size=(self.n, 3))
+        cal[:, 10:13] = rng.normal(0.0, sensing.attitude_bias_rad, size=(self.n, 3))
+        for k, given in ((7, position_bias), (10, attitude_bias)):
+            if given is not None:
+                given = np.asarray(given, dtype=float)
+                if given.shape != (self.n, 3) or not np.isfinite(given).all():
+                    raise ValueError(f"motion-capture bias: expected {self.n} x 3 finite "
+                                     f"values, got shape {given.shape}")
+                cal[:, k : k + 3] = given
+        self._onboard = cal
+        self.ctrl[:, layout.CS_IMU_SEED : layout.CS_IMU_SEED + ONBOARD_SIZE] = cal
+        self.ctrl[:, layout.CS_EST_READY] = 0.0
 
     def send_plan(self, i: int, plan: UavTrajectory) -> None:
         """Deliver a plan to quadrotor ``i``'s controller; it checks it at its next update."""

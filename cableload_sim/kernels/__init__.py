@@ -75,6 +75,7 @@ Stages, one module each
   ``cable_tensions``), the air's drag in ``aero`` (``aero_forces``, ``wind_at``);
 - ``integrator``: the kick, the drift on the rotation group, the motors;
 - ``controller``: one controller update (``controller_update``, ``sample_plan``), in stages;
+- ``onboard``: the IMU and the state estimate the controller flies on (``onboard_update``);
 - ``stepping``: ``advance(sys, data, step0, n_steps, wrench, log)`` and ``advance_batch``,
   taking the constant ``layout.SimModel`` and the ``layout.SimData`` it changes in place;
 - ``jit``: how all of them are compiled and cached, and the index helpers from ``layout``.
@@ -84,6 +85,7 @@ from cableload_sim.kernels.aero import aero_forces, wind_at
 from cableload_sim.kernels.controller import controller_update, sample_plan
 from cableload_sim.kernels.forces import cable_tensions, compute_forces, forces_in_wind
 from cableload_sim.kernels.jit import FASTMATH, quat_to_rot
+from cableload_sim.kernels.onboard import onboard_update
 from cableload_sim.kernels.stepping import advance, advance_batch
 from cableload_sim.layout import SC_SIZE
 
@@ -97,6 +99,7 @@ __all__ = [
     "compute_forces",
     "controller_update",
     "forces_in_wind",
+    "onboard_update",
     "quat_to_rot",
     "sample_plan",
     "wind_at",

@@ -34,6 +34,7 @@ from cableload_sim.kernels.jit import (
     quad_offset,
     quat_to_rot,
 )
+from cableload_sim.kernels.onboard import onboard_update
 from cableload_sim.layout import (
     BODY_POS,
     BODY_QUAT,
@@ -42,6 +43,7 @@ from cableload_sim.layout import (
     FC_TORQUE,
     M_BALL,
     M_BATTERY,
+    M_IMU,
     M_SNAP_INELASTIC,
     QM_SPEED_MAX,
     QUAD_ROTOR,
@@ -133,6 +135,9 @@ class Work(NamedTuple):
     scratch: np.ndarray  # (SC_SIZE,) the controller's
     decay: np.ndarray  # (n,) motor decay per step
     body: np.ndarray  # (n+1, BC_SIZE) body constants
+    xe: np.ndarray  # (state size,) the quadrotors' onboard estimates, when the IMU is simulated
+    Re: np.ndarray  # (n+1, 9) their rotation matrices
+    imu: np.ndarray  # (4,) the onboard stage's scratch
 
 
 @kernel()
@@ -153,7 +158,8 @@ def advance(sys, data, step0, n_steps, wrench, log):
     n = sys.n
     work = Work(np.empty((n + 1, 9)), np.zeros((n + 2, 3)), np.zeros((n + 2, 3)), np.empty(n),
                 np.empty((n + 1, 3)), np.empty(SC_SIZE), motor_decay(sys.physics, n, sys.h),
-                body_constants(sys.physics, n))
+                body_constants(sys.physics, n), np.zeros(data.x.shape[0]),
+                np.zeros((n + 1, 9)), np.zeros(4))
     return _steps(sys, data, work, step0, n_steps, wrench, log)
 
 
@@ -180,6 +186,7 @@ def _steps(sys, data, work, step0, n_steps, wrench, log):
     ball = model[M_BALL] != 0.0
     battery = model[M_BATTERY] != 0.0
     snap = model[M_SNAP_INELASTIC] != 0.0
+    imu = model[M_IMU] != 0.0
     ball_block = 1 if ball else 0
     if data.fvalid[0] == 1:
         _restore_forces(x, n, data.fcache, R, force, torque, mom, ball)
@@ -194,8 +201,15 @@ def _steps(sys, data, work, step0, n_steps, wrench, log):
         if step % sys.decimation == 0:
             t = step * h
             for i in range(n):
-                controller_update(x, i, data.ctrl[i], data.plans[i], data.plan_status,
-                                  data.counters, sys.nominal, sys.gains, t, R, work.scratch)
+                if imu:  # the controller flies on the onboard estimate
+                    onboard_update(x, i, data.ctrl[i], model, force, R, step // sys.decimation,
+                                   sys.decimation * h, work.xe, work.Re, work.imu)
+                    controller_update(work.xe, i, data.ctrl[i], data.plans[i], data.plan_status,
+                                      data.counters, sys.nominal, sys.gains, t, work.Re,
+                                      work.scratch)
+                else:
+                    controller_update(x, i, data.ctrl[i], data.plans[i], data.plan_status,
+                                      data.counters, sys.nominal, sys.gains, t, R, work.scratch)
             _sampled_statistics(x, n, model, data.stats)
         kick(x, n, force, torque, half, mom, body)
         if ball:

@@ -73,7 +73,8 @@ SWING_MIN_ZETA = 0.1
 # controller-state slots that are not dynamic: discrete or set only on entering hold
 STATIC_SLOTS = {layout.CS_MODE, layout.CS_INITIALIZED, layout.CS_SEGMENT} \
     | set(range(layout.CS_HOLD_POS, layout.CS_HOLD_POS + 3)) \
-    | set(range(layout.CS_HEADING, layout.CS_HEADING + 2))
+    | set(range(layout.CS_HEADING, layout.CS_HEADING + 2)) \
+    | set(range(layout.CS_IMU_SEED, layout.CS_SIZE))  # the onboard estimate, off here
 
 
 @dataclasses.dataclass

@@ -92,6 +92,8 @@ CS_BLOCKS = (
     ("segment", layout.CS_SEGMENT, 1, None),
     ("pull_slow", layout.CS_PULL_SLOW, 3, 1.0),
     ("landed", layout.CS_LANDED, 1, None),
+    # the onboard estimate (test_onboard_estimate.py): untouched by the controller
+    ("onboard", layout.CS_IMU_SEED, layout.CS_SIZE - layout.CS_IMU_SEED, None),
 )
 
 
