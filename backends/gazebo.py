@@ -328,6 +328,10 @@ class GazeboBackend:
         if scenario.disturbance is not None:
             raise UsageError("the gazebo backend cannot apply a load wrench disturbance; "
                              "fly without --disturbance")
+        if scenario.on_ground:
+            raise UsageError("the gazebo backend starts the system in hover (its model is set "
+                             "to the start pose in the air); fly --from-ground on the embedded "
+                             "backend")
         m = ros1.messages()
         self._failure = None
         pause = self._service(ros1.PAUSE_PHYSICS, m.EmptyService)

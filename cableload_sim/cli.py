@@ -224,6 +224,9 @@ def _flight(args, config, reference):
         force, torque = args.disturbance
         disturbance = WrenchDisturbance(max_force=force, max_torque=torque)
     backend = getattr(args, "backend", "embedded")
+    if backend == "gazebo" and getattr(args, "from_ground", False):
+        raise CliError("--from-ground: the gazebo backend starts the system in hover; fly from "
+                       "the ground on the embedded backend")
     options = {"pilot_queue": args.pilot_queue} if backend == "gazebo" else {}
     return Flight(config, reference, args.duration, seed=args.seed, disturbance=disturbance,
                   backend=backend, backend_options=options,

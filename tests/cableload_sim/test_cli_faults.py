@@ -220,3 +220,11 @@ def test_an_os_error_names_the_file():
     assert os_error_line(err) == "/x/run.bag.active: Permission denied"
     renamed = OSError(errno.EXDEV, "Invalid cross-device link", "/a", None, "/b")
     assert os_error_line(renamed) == "/a -> /b: Invalid cross-device link"
+
+
+def test_a_flight_from_the_ground_is_refused_on_the_gazebo_backend(capsys):
+    """Its model is set to the start pose in the air; refused before any ROS connection."""
+    code, out, err = run(capsys, ["simulate", "--backend", "gazebo", "--from-ground",
+                                  "--trajectory", "eight-slow", "--duration", "5"])
+    assert code == 2 and out == ""
+    assert "--from-ground: the gazebo backend starts the system in hover" in one_line(err)

@@ -142,6 +142,42 @@ def test_ray_executor_runs_tasks_on_a_local_instance():
         ray.shutdown()
 
 
+@pytest.mark.timeout(600)
+def test_ray_and_the_process_pool_collect_the_same_data_for_the_same_seed(tmp_path):
+    """Two rounds of two episodes each (the second round half student), on the local process
+    pool and on a local Ray instance of two workers: every shard and the trained weights are
+    the same bit for bit."""
+    pytest.importorskip("ray")
+    import torch
+
+    config = train_config_from_dict({
+        **TINY,
+        "dagger": {**TINY["dagger"], "rounds": 2, "episodes_per_round": 2,
+                   "disturbance_rounds": 0},
+        "training": {"batch_size": 64, "workers": 2, "torch_threads": 1}})
+    runs = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / executor
+        train(config, out, executor=executor, progress=False)
+        runs[executor] = out
+        if executor == "ray":
+            import ray
+
+            ray.shutdown()
+    stores = {k: RunStore(v) for k, v in runs.items()}
+    for k in range(2):
+        local, ray_ = stores["local"].read_shard(k), stores["ray"].read_shard(k)
+        assert sorted(local) == sorted(ray_)
+        for name in local:
+            np.testing.assert_array_equal(np.asarray(local[name]), np.asarray(ray_[name]),
+                                          err_msg=f"round {k} {name}")
+    weights = {k: torch.load(v / "policy" / "student.pt", weights_only=True)
+               for k, v in runs.items()}
+    state = {k: w["state_dict"] if "state_dict" in w else w for k, w in weights.items()}
+    for name, tensor in state["local"].items():
+        assert torch.equal(tensor, state["ray"][name]), name
+
+
 def test_best_round_is_the_completed_one_with_the_smallest_error():
     from learners.dagger import select_round
 
