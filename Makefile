@@ -8,7 +8,7 @@ EXTRAS ?= dev,all,cluster
 
 SHELL := /bin/bash
 
-.PHONY: demo test bench lint venv clean train system-deps
+.PHONY: demo test bench lint venv clean train train-generalist system-deps
 
 # Debian's ROS1 middleware, SDFormat and a C++ compiler (the ROS tests and the Gazebo world
 # check need them). Installed with apt when running as root; anyone else gets the command to run,
@@ -54,6 +54,15 @@ train: venv
 	mkdir -p learners/policies
 	cp -r runs/train-paper-eight-medium/policy learners/policies/paper-eight-medium
 	cp runs/train-paper-eight-medium/training_summary.png runs/train-paper-eight-medium/summary.json learners/policies/paper-eight-medium/
+
+train-generalist: venv
+	# the shipped generalist for 3 quadrotors (the default policy off eight-medium); resumed, never overwritten
+	$(VENV)/bin/cableload train --config learners/configs/generalist.toml --out runs/train-generalist-n3 \
+		$(if $(wildcard runs/train-generalist-n3/config.json),--resume,)
+	rm -rf learners/policies/generalist-n3
+	mkdir -p learners/policies
+	cp -r runs/train-generalist-n3/policy learners/policies/generalist-n3
+	cp runs/train-generalist-n3/training_summary.png runs/train-generalist-n3/summary.json learners/policies/generalist-n3/
 
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider tests

@@ -1,7 +1,10 @@
 """Side-by-side comparison of planners on the embedded simulator (the teacher issue's table).
 
     .venv/bin/python benchmarks/compare_planners.py [--duration 60] [--planners a,b,c]
-        [--cases NAME,...|catalog|agile|eights] [--uavs N] [--config TOML] [--json out.json]
+        [--cases NAME,...|catalog|agile|eights|generalist] [--uavs N] [--config TOML]
+        [--heldout TRAIN_TOML:SEED:COUNT] [--json out.json]
+
+A planner ``student@DIR`` is the student with the policy in DIR (several may be compared).
 
 Each case is a load reference with its orientation mode; every planner flies it for the same
 duration from the same start, and the metrics of ``cableload simulate`` are tabulated, with the
@@ -12,7 +15,11 @@ Case groups: ``catalog`` is every reference of ``cableload trajectories`` at its
 zero-sideslip references made for this comparison, unseen by the teacher's tuning and the
 student's training: a square of 3 m at 1.2 m/s with 0.6 m turns, a circle of 1 m radius at
 1.2 m/s, and the Zandvoort centerline scaled to 6 m at 1.2 m/s with its turn radius clipped at
-0.6, 0.4 and 0.3 m; ``eights`` are the figure-eights of the paper's Table 1.
+0.6, 0.4 and 0.3 m; ``eights`` are the figure-eights of the paper's Table 1; ``generalist``
+are the named unseen cases of the generalist student (Zandvoort, 20 m, at 1.0 m/s constant and
+1.5 m/s zero-sideslip, the Table 2 eights, the Table 10 square zero-sideslip) and eight-medium.
+``--heldout`` adds COUNT references drawn from the ``[references]`` distribution of a training
+config with SEED (choose one that neither training nor its validation uses).
 
 A case beyond what the system can fly (``cableload trajectories --check``) is not flown but
 listed as refused, with the limit it exceeds; ``--force`` flies it anyway.
@@ -54,6 +61,7 @@ CASES = {
     "circle-zss": ("circle", "zero-sideslip", {}),
     "square-zss": ("square", "zero-sideslip", {}),
     "zandvoort-zss": ("track:zandvoort", "zero-sideslip", {}),
+    "zandvoort-zss-1.5": ("track:zandvoort", "zero-sideslip", {"speed": 1.5}),
     # agile, zero-sideslip, unseen
     "square-zss-1.2": ("square", "zero-sideslip", {"side": 3.0, "speed": 1.2, "corner_radius": 0.6}),
     "circle-zss-1.2": ("circle", "zero-sideslip", {"radius": 1.0, "w": 1.2}),
@@ -77,6 +85,8 @@ GROUPS = {
     "agile": ["square-zss-1.2", "circle-zss-1.2", "zandvoort-zss-1.2-r0.6",
               "zandvoort-zss-1.2-r0.4", "zandvoort-zss-1.2"],
     "eights": ["eight-2.0", "eight-2.5", "eight-3.0", "eight-3.5"],
+    "generalist": ["zandvoort", "zandvoort-zss-1.5", "eight-2.0", "eight-2.5", "eight-3.0",
+                   "eight-3.5", "square-zss", "eight-medium"],
 }
 KEYS = ("rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m", "longest_slack_s",
         "max_thrust_ratio", "status")
@@ -95,16 +105,36 @@ def solve_figures(planner) -> dict:
             "paced_plans": report.get("paced_plans", 0)}
 
 
-def compare(planners, cases, duration, uavs=None, config_path=None, force=False):
+def build_planner(name: str, config):
+    """``name`` from the registry, or ``student@DIR``: the student with the policy in DIR."""
+    if "@" in name:
+        kind, policy = name.split("@", 1)
+        return make_planner(kind, config, policy=policy)
+    return make_planner(name, config)
+
+
+def heldout_cases(text: str, config, duration: float) -> dict:
+    """Cases drawn from a training config's reference distribution: ``TOML:SEED:COUNT``."""
+    from learners.distribution import load_distribution
+
+    path, seed, count = text.rsplit(":", 2)
+    specs = load_distribution(path).sample(int(seed), int(count), config, duration)
+    return {f"heldout-{seed}-{k}": (s.name, s.orientation, dict(s.options))
+            for k, s in enumerate(specs)}
+
+
+def compare(planners, cases, duration, uavs=None, config_path=None, force=False, extra=None):
     config = load_config(config_path, uavs=uavs)
-    built = {name: make_planner(name, config) for name in planners}
+    built = {name: build_planner(name, config) for name in planners}
+    table = {**CASES, **(extra or {})}
     rows = []
     for case in cases:
-        spec, orientation, options = CASES[case]
+        spec, orientation, options = table[case]
         reference = make_reference(spec, orientation=orientation, **options)
         check = check_reference(reference, config, duration)
         if not check.flyable and not force:
             rows.append({"case": case, "planner": "-", "uavs": config.system.n_uavs,
+                         "reference": [spec, orientation, options],
                          "status": "refused: " + "; ".join(e.message() for e in check.excesses)})
             print(f"{case:24s} {rows[-1]['status']}", file=sys.stderr, flush=True)
             continue
@@ -112,7 +142,8 @@ def compare(planners, cases, duration, uavs=None, config_path=None, force=False)
             result = run_episode(make_backend("embedded", config), planner, reference, duration)
             metrics = {k: result.metrics[k] for k in KEYS}
             metrics.update(solve_figures(planner))
-            rows.append({"case": case, "planner": name, "uavs": config.system.n_uavs, **metrics})
+            rows.append({"case": case, "planner": name, "uavs": config.system.n_uavs,
+                         "reference": [spec, orientation, options], **metrics})
             print(f"{case:24s} {name:15s} " + " ".join(
                 f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                 for k, v in metrics.items()), file=sys.stderr, flush=True)
@@ -140,9 +171,17 @@ def main(argv=None):
     parser.add_argument("--config", default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--force", action="store_true", help="fly cases beyond the limits too")
+    parser.add_argument("--heldout", default=None, metavar="TRAIN_TOML:SEED:COUNT",
+                        help="also fly COUNT references drawn from that distribution with SEED")
     args = parser.parse_args(argv)
-    rows = compare(args.planners.split(","), case_names(args.cases), args.duration, args.uavs,
-                   args.config, args.force)
+    cases = case_names(args.cases) if args.cases else []
+    extra = {}
+    if args.heldout:
+        extra = heldout_cases(args.heldout, load_config(args.config, uavs=args.uavs),
+                              args.duration)
+        cases += list(extra)
+    rows = compare(args.planners.split(","), cases, args.duration, args.uavs, args.config,
+                   args.force, extra)
     print("| case | planner | n | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) "
           "| max thrust | solve median/p99 (ms) | fallbacks (longest run) | status |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

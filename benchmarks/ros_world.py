@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from backends.ros_graph import RosGraph, last_json
+from learners.export import SHIPPED_POLICY
 
 KEYS = ("status", "rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m",
         "rejected_plans", "real_time_factor")
@@ -53,7 +54,7 @@ def main() -> int:
             rows["teacher, embedded"] = simulate(graph, args, "--planner", "teacher")
             for i in range(3):
                 graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
-                                "--runtime", "onnx", *queue)
+                                "--runtime", "onnx", "--policy", str(SHIPPED_POLICY), *queue)
             graph.wait_for(lambda: len(graph.master_state()["subscribers"].get(
                 "/cableload/load/reference_horizon", [])) == 3, 120, "three student nodes")
             bag = Path(folder) / "nodes.bag"
@@ -71,7 +72,8 @@ def main() -> int:
             rows["student nodes, from the rosbag"] = last_json(
                 graph.run("metrics", str(bag), "--json").stdout)
             rows["student, embedded"] = simulate(graph, args, "--planner", "student",
-                                                 "--runtime", "onnx")
+                                                 "--runtime", "onnx", "--policy",
+                                                 str(SHIPPED_POLICY))
         finally:
             graph.stop()
         world = [line for line in graph.log("world").splitlines() if "accepted/rejected" in line]

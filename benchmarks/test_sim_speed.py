@@ -41,3 +41,18 @@ def test_batched_closed_loop(benchmark):
     steps_per_s = batch * per_system / benchmark.stats["median"]
     benchmark.extra_info.update(batch_steps_per_s=steps_per_s, batch=batch)
     assert np.isfinite(arrays[0].x).all()
+
+
+@pytest.mark.parametrize("effects", ["imu", "imu+ball+battery"])
+def test_single_core_closed_loop_with_effects(benchmark, effects):
+    """The optional effects' cost, n = 3 at 1 ms: the onboard IMU and estimate, then with the
+    sloshing ball and the batteries too."""
+    overrides = {"imu": ["imu.enabled=true"],
+                 "imu+ball+battery": ["imu.enabled=true", "ball.enabled=true",
+                                      "battery.enabled=true"]}[effects]
+    sim = prepared_simulator(load_config(overrides=overrides))
+    run_closed_loop(sim, 1000)
+    benchmark.pedantic(run_closed_loop, args=(sim, STEPS), rounds=5, iterations=1)
+    steps_per_s = STEPS / benchmark.stats["median"]
+    benchmark.extra_info.update(steps_per_s=steps_per_s, real_time_factor=steps_per_s * 1e-3)
+    assert np.isfinite(sim.x).all()

@@ -207,11 +207,19 @@ def cmd_trajectories(args) -> int:
     return 0
 
 
-def _planner_options(name: str, args) -> dict:
-    """The student's policy options from the command line; the other planners take none."""
+def _planner_options(name: str, args, references=(), n_uavs: int = 3) -> dict:
+    """The student's policy options from the command line; the other planners take none.
+    Without ``--policy``: the shipped policy for what is flown (``learners.export
+    .default_policy``: the specialist on eight-medium, else the generalist for ``n_uavs``)."""
     if name != "student":
         return {}
-    return {"policy": getattr(args, "policy", None), "runtime": getattr(args, "runtime", "torch")}
+    policy = getattr(args, "policy", None)
+    if policy is None:
+        from learners.export import default_policy
+
+        chosen = {default_policy(r, n_uavs) for r in references} or {default_policy(None, n_uavs)}
+        policy = chosen.pop() if len(chosen) == 1 else default_policy(None, n_uavs)
+    return {"policy": policy, "runtime": getattr(args, "runtime", "torch")}
 
 
 def _flight(args, config, reference):
@@ -244,7 +252,8 @@ def cmd_simulate(args) -> int:
     flight = _flight(args, config, reference)
     logs = session.log_paths(args.log, names)
     session.check_outputs(flight, logs, args.overwrite)
-    planners = {name: session.build_planner(flight, name, _planner_options(name, args))
+    planners = {name: session.build_planner(flight, name, _planner_options(
+                    name, args, [reference], config.system.n_uavs))
                 for name in names if name != session.NODES}
     results = [session.fly(flight, planners.get(name, name), log_path=log,
                            overwrite=args.overwrite) for name, log in zip(names, logs)]
@@ -315,7 +324,8 @@ def cmd_evaluate(args) -> int:
         references.append(build_reference(args))
         require_flyable(args, config, references[-1], args.duration)
     flights = [_flight(args, config, reference) for reference in references]
-    planners = {name: session.build_planner(flights[0], name, _planner_options(name, args))
+    planners = {name: session.build_planner(flights[0], name, _planner_options(
+                    name, args, references, config.system.n_uavs))
                 for name in ("teacher", "student")}
     rows = []
     for flight in flights:
@@ -411,7 +421,8 @@ def cmd_node(args) -> int:
         raise CliError("--planner student runs one quadrotor per node: give --uav I")
     from planners import make_planner
 
-    planner = make_planner(args.planner, config, **_planner_options(args.planner, args))
+    planner = make_planner(args.planner, config, **_planner_options(
+        args.planner, args, n_uavs=config.system.n_uavs))
     node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue)
     rospy = ros1.rospy()
     try:
@@ -497,7 +508,9 @@ def _add_reference(p: argparse.ArgumentParser) -> None:
 
 def _add_policy(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default=None,
-                   help="student policy directory (default: the shipped one)")
+                   help="student policy directory (default: the shipped specialist on "
+                        "eight-medium with 3 quadrotors, else the shipped generalist for the "
+                        "number of quadrotors, when there is one)")
     p.add_argument("--runtime", choices=["torch", "onnx"], default="torch",
                    help="student inference runtime")
 

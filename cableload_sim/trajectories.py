@@ -58,6 +58,8 @@ SMOOTHSTEP = Polynomial([0, 0, 0, 0, 35, -84, 70, -20])
 """C^3 smoothstep on [0, 1]: 0 -> 1 with zero first, second and third derivatives at both ends."""
 
 _SMOOTHSTEP_INTEGRAL = SMOOTHSTEP.integ()  # equals 1/2 at x = 1
+_SMOOTHSTEP_DERIVS = tuple(SMOOTHSTEP.deriv(k) for k in (1, 2, 3))  # made once: per call they
+# cost more than evaluating them (the student samples the reference at every decision)
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,12 +136,8 @@ def _linear_jet(value: np.ndarray, rate: float) -> Jet:
 
 def smoothstep_jet(x: np.ndarray, span: float) -> Jet:
     """Jet of ``SMOOTHSTEP(t / span)`` with respect to t, for x = clip(t / span, 0, 1)."""
-    return Jet(
-        SMOOTHSTEP(x),
-        SMOOTHSTEP.deriv(1)(x) / span,
-        SMOOTHSTEP.deriv(2)(x) / span**2,
-        SMOOTHSTEP.deriv(3)(x) / span**3,
-    )
+    d1, d2, d3 = _SMOOTHSTEP_DERIVS
+    return Jet(SMOOTHSTEP(x), d1(x) / span, d2(x) / span**2, d3(x) / span**3)
 
 
 def time_warp(t: np.ndarray, ramp_s: float) -> Jet:
@@ -316,17 +314,25 @@ class FourierSeries:
         )
         return cls(wavenumbers[keep], coefficients[keep])
 
-    def jet(self, theta: np.ndarray) -> Jet:
-        """Complex values and derivatives with respect to theta, shape (K,)."""
+    @functools.cached_property
+    def _tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The coefficients of the series and its first three derivatives by wavenumber
+        |k| = 0, 1, ...: (forward (k >= 0), conjugated backward (k < 0)), each (|k|max + 1, 4);
+        made once (a reference is sampled at every planner decision)."""
         k = self.wavenumbers
         derivatives = self.coefficients[:, None] * (1j * k[:, None]) ** np.arange(4)  # (H, 4)
         forward = np.zeros((np.max(np.abs(k), initial=0) + 1, 4), dtype=complex)
         backward = np.zeros_like(forward)
         np.add.at(forward, k[k >= 0], derivatives[k >= 0])
         np.add.at(backward, -k[k < 0], derivatives[k < 0])
+        return forward, backward.conj()
+
+    def jet(self, theta: np.ndarray) -> Jet:
+        """Complex values and derivatives with respect to theta, shape (K,)."""
+        forward, backward_conj = self._tables
         powers = _unit_powers(np.asarray(theta, dtype=float), len(forward) - 1)
         # exp(-i k theta) = conj(exp(i k theta)), so negative wavenumbers reuse the same powers
-        values = powers @ forward + (powers @ backward.conj()).conj()
+        values = powers @ forward + (powers @ backward_conj).conj()
         return Jet(*values.T)
 
     def on_grid(self, n: int, order: int = 0) -> np.ndarray:

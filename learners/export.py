@@ -32,7 +32,37 @@ from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_FEATURES, REF_FE
 
 FORMAT = 2  # 2: the formation prior joined the inputs
 OUTPUTS = ("p", "v", "a", "j", "w")
-SHIPPED_POLICY = Path(__file__).resolve().parent / "policies" / "paper-eight-medium"
+POLICIES = Path(__file__).resolve().parent / "policies"
+SHIPPED_POLICY = POLICIES / "paper-eight-medium"
+"""The specialist: three quadrotors, trained on eight-medium (the paper's student)."""
+GENERALIST_POLICIES = {3: POLICIES / "generalist-n3"}
+"""Generalists by number of quadrotors, trained on a distribution of references
+(``learners/configs/generalist.toml``)."""
+
+
+def default_policy(reference=None, n_uavs: int = 3) -> Path:
+    """The shipped policy to fly ``reference`` with ``n_uavs`` quadrotors: the specialist on its
+    own training reference (eight-medium, constant orientation, with three quadrotors), else
+    the generalist for that number when one is shipped, else the specialist."""
+    generalist = GENERALIST_POLICIES.get(n_uavs)
+    if generalist is None or not (generalist / "student.pt").is_file():
+        return SHIPPED_POLICY
+    if reference is not None and n_uavs == 3 and _is_eight_medium(reference):
+        return SHIPPED_POLICY
+    return generalist
+
+
+def _is_eight_medium(reference) -> bool:
+    """Whether ``reference`` is the specialist's training reference: the same poses over a
+    period."""
+    from cableload_sim.trajectories import make_reference
+
+    if getattr(reference, "name", None) != "eight-medium":
+        return False
+    trained = make_reference("eight-medium")
+    t = np.linspace(0.0, trained.period_s, 97)
+    a, b = reference.sample(t), trained.sample(t)
+    return bool(np.allclose(a.p, b.p, atol=1e-9) and np.allclose(a.q, b.q, atol=1e-9))
 
 
 class IncompatibleCheckpoint(FileContentError):
@@ -322,13 +352,16 @@ def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
     return policy, net.config.history, data
 
 
-def student_planner(config, policy: str | Path | None = None, runtime: str = "torch"):
-    """The student planner flying the policy in directory ``policy`` (default: the shipped
-    one) on ``config``'s system, warning when the policy was trained for another system
-    (``planners.make_planner("student", config, policy=..., runtime=...)`` calls this)."""
+def student_planner(config, policy: str | Path | None = None, runtime: str = "torch",
+                    reference=None):
+    """The student planner flying the policy in directory ``policy`` (default:
+    ``default_policy(reference, n)``) on ``config``'s system, warning when the policy was
+    trained for another system (``planners.make_planner("student", config, policy=...,
+    runtime=..., reference=...)`` calls this)."""
     from planners.student import StudentPlanner
 
-    policy_dir = Path(policy) if policy is not None else SHIPPED_POLICY
+    policy_dir = (Path(policy) if policy is not None
+                  else default_policy(reference, config.system.n_uavs))
     callable_policy, history, data = load_policy(policy_dir, runtime)
     check_policy_system(read_policy_info(policy_dir), config.system, policy_dir)
     frame = data.get("network", {}).get("frame", "world")

@@ -36,9 +36,19 @@ from cableload_sim.world import UavTrajectory, WorldState
 _FD_STEP = 2e-3  # s, finite-difference step for the formation's derivatives
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b over the last axis (``np.cross`` without its checks and axis moves, which cost
+    more than the product for the formation's few hundred vectors)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
 def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Smallest rotations taking unit vectors a (k, 3) to b (k, 3): (k, 3, 3)."""
-    v = np.cross(a, b)
+    v = _cross(a, b)
     c = np.sum(a * b, axis=-1)
     vx = np.zeros(a.shape[:-1] + (3, 3))
     vx[..., 0, 1], vx[..., 0, 2] = -v[..., 2], v[..., 1]
@@ -91,14 +101,15 @@ class FormationPlanner:
                                      need / np.linalg.norm(need, axis=-1, keepdims=True))
         else:
             tilt = np.broadcast_to(np.eye(3), R_L.shape)
-        u = np.einsum("kab,kbc,nc->kna", tilt, R_L, self.directions)
-        load_end = ref.p[:, None, :] + np.einsum("kab,nb->kna", R_L, self.rho)
+        u = (tilt @ R_L) @ self.directions.T  # (k, 3, n)
+        u = u.transpose(0, 2, 1)
+        load_end = ref.p[:, None, :] + (R_L @ self.rho.T).transpose(0, 2, 1)
         quad_end = load_end + self.lengths[None, :, None] * u
         pull = (self.tensions[None, :] * scale[:, None])[..., None] * u
         # the quadrotor's attitude, with its thrust axis about m_i (a_L - g) + pull
         thrust = self.masses[None, :, None] * need[:, None, :] + pull
         R_i = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
-        p = quad_end - np.einsum("knab,nb->kna", R_i, self.attach)
+        p = quad_end - (R_i @ self.attach[None, :, :, None])[..., 0]
         rest = getattr(self, "_rest", None)
         if rest is not None and getattr(reference, "climb", None) is not None:
             # from the ground: from the resting places to the slots, the cables pulling only
@@ -155,11 +166,15 @@ class FormationPlanner:
 
 def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:
     """Rotations (..., 3, 3) with unit thrust axis z whose body x axis heads along world +x."""
-    heading = np.broadcast_to([1.0, 0.0, 0.0], z.shape)
-    y = np.cross(z, heading)
-    y /= np.linalg.norm(y, axis=-1, keepdims=True)
-    x = np.cross(y, z)
-    return np.stack([x, y, z], axis=-1)
+    y = np.zeros(z.shape)  # z x e_x
+    y[..., 1] = z[..., 2]
+    y[..., 2] = -z[..., 1]
+    y /= np.sqrt(y[..., 1:2] ** 2 + y[..., 2:3] ** 2)
+    R = np.empty(z.shape + (3,))
+    R[..., 0] = _cross(y, z)
+    R[..., 1] = y
+    R[..., 2] = z
+    return R
 
 
 def _body_rates_zero_yaw(z: np.ndarray, z_dot: np.ndarray) -> np.ndarray:

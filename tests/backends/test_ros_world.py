@@ -16,9 +16,11 @@ import pytest
 from requirements import require
 
 from backends.ros_graph import last_json
+from learners.export import SHIPPED_POLICY
 
 DURATION = "12"
 QUADS = ("quad1", "quad2", "quad3")
+SPECIALIST = str(SHIPPED_POLICY)  # the nodes and the embedded run fly the same policy
 
 
 def simulate(ros_graph, *args: str, timeout: float = 300.0) -> dict:
@@ -82,7 +84,7 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
     ros_graph.cableload("world", "world", "--real-time-factor", "1")
     for i in range(3):
         ros_graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
-                            "--runtime", "onnx")
+                            "--runtime", "onnx", "--policy", SPECIALIST)
     ros_graph.wait_for(
         lambda: len(ros_graph.master_state()["subscribers"].get(
             "/cableload/load/reference_horizon", [])) == 3, 120, "three student nodes")
@@ -112,7 +114,7 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
     assert live["status"] == "completed", (live, ros_graph.log("node0"))
     assert live["node_plans_min"] >= 0.8 * float(DURATION) * 10  # about 10 Hz from every node
     embedded = simulate(ros_graph, "--planner", "student", "--runtime", "onnx", "--duration",
-                        DURATION)
+                        DURATION, "--policy", SPECIALIST)
     for key in ("rmse_position_m", "rmse_orientation_deg"):
         assert within(live[key], embedded[key], 1.5), (key, live, embedded)
 
