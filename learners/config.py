@@ -68,6 +68,10 @@ class DaggerConfig:
     system_overrides: tuple[str, ...] = ()
     """``table.key=value`` changes to the system config for training and evaluation (as
     ``--set`` takes them), e.g. ``"sensing.enabled=true"``, ``"link.enabled=true"``."""
+    teacher_sees_truth: bool = True
+    """With ``[sensing]`` on: the teacher plans and labels from the true state while the
+    student observes through the sensors (a privileged teacher), so the labels are not the
+    sensors' noise passed on; false: both see the sensors."""
     perturb_rounds: int = 0
     """Last rounds whose episodes each fly a system that differs from the planners' (the
     paper's Table 10, drawn per episode within the ``perturb_*`` bounds below)."""

@@ -60,8 +60,11 @@ class DaggerPlanner:
     name = "dagger"
 
     def __init__(self, teacher, student: StudentPlanner, beta: float, rng: np.random.Generator,
-                 record_within: float = 1.0):
+                 record_within: float = 1.0, truth=None):
         self.record_within = record_within
+        self.truth = truth
+        """None, or a callable giving the true ``WorldState`` now: the teacher then plans (and
+        labels) from it while the student sees what the planners observe (noise and all)."""
         self.teacher = teacher
         self.student = student
         self.beta = beta
@@ -80,7 +83,7 @@ class DaggerPlanner:
 
     def plan(self, state, reference):
         encoded = self.student.observe(state, reference)
-        labels = self.teacher.plan(state, reference)
+        labels = self.teacher.plan(state if self.truth is None else self.truth(), reference)
         # far from the reference the run is failing: its labels are rescue manoeuvres, outliers
         # that would swamp the loss
         near = np.linalg.norm(state.load_p - reference.sample(state.t).p[0]) < self.record_within
@@ -201,8 +204,10 @@ def collect_episode(task: EpisodeTask) -> dict:
     student = StudentPlanner.from_config(config, policy, history,
                                          frame=task.config["network"]["frame"])
     rng = np.random.default_rng(task.seed)
+    backend = make_backend("embedded", config)
+    sees_truth = task.config["dagger"].get("teacher_sees_truth", True) and config.sensing.enabled
     planner = DaggerPlanner(_teacher(task.system_config, task.uavs, task.overrides), student,
-                            task.beta, rng)
+                            task.beta, rng, truth=backend.sim.world_state if sees_truth else None)
     reference = make_reference(task.trajectory, orientation=task.orientation,
                                **(task.options or {}))
     p0, q0 = reference.start_pose()
@@ -210,7 +215,7 @@ def collect_episode(task: EpisodeTask) -> dict:
     p0 = p0 + rng.uniform(-jitter, jitter, size=3)
     disturbance = WrenchDisturbance(*task.disturbance) if task.disturbance else None
     scenario = Scenario(load_p=p0, load_q=q0, seed=task.seed, disturbance=disturbance)
-    result = run_episode(make_backend("embedded", config), planner, reference,
+    result = run_episode(backend, planner, reference,
                          task.config["dagger"]["episode_s"], scenario,
                          collision_distance=config.simulation.collision_distance_m,
                          divergence_distance=config.simulation.divergence_distance_m)

@@ -365,4 +365,6 @@ def student_planner(config, policy: str | Path | None = None, runtime: str = "to
     callable_policy, history, data = load_policy(policy_dir, runtime)
     check_policy_system(read_policy_info(policy_dir), config.system, policy_dir)
     frame = data.get("network", {}).get("frame", "world")
-    return StudentPlanner.from_config(config, callable_policy, history, frame=frame)
+    planner = StudentPlanner.from_config(config, callable_policy, history, frame=frame)
+    planner.policy_name = policy_dir.name  # reported with the metrics: which policy flew
+    return planner

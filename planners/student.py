@@ -245,11 +245,14 @@ class StudentPlanner:
 
     def report(self) -> dict:
         times = np.array(self.infer_times) * 1e3
-        return {
+        report = {
             "infer_ms_median": float(np.median(times)) if times.size else float("nan"),
             "bad_observations": self.bad_observations,
             "bad_outputs": self.bad_outputs,
         }
+        if getattr(self, "policy_name", None):
+            report["policy"] = self.policy_name
+        return report
 
     def observe(self, state: WorldState, reference) -> list[EncodedObservation]:
         """Each quadrotor takes in its own local observation (nothing else) and encodes it. A

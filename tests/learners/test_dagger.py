@@ -218,3 +218,64 @@ def test_shards_are_streamed_from_disk_and_gathered_in_any_order(tmp_path):
         np.testing.assert_array_equal(batch[name], whole[name][order])
     np.testing.assert_array_equal(samples["t"], whole["t"])
     assert not list((tmp_path / "data").glob(".tmp-*"))
+
+
+def test_with_sensors_the_teacher_labels_from_the_true_state():
+    """A privileged teacher: with [sensing] on, the student's samples are encoded from what the
+    sensors give, the teacher's labels from the truth (dagger.teacher_sees_truth, default)."""
+    from learners.dagger import DaggerPlanner
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, name, result):
+            self.name, self.result = name, result
+
+        def plan(self, state, reference):
+            seen[self.name] = state
+            return self.result
+
+        def observe(self, state, reference):
+            seen[self.name] = state
+            return []
+
+        def reset(self):
+            pass
+
+    observed, truth = object(), object()
+    planner = DaggerPlanner(Recorder("teacher", []), Recorder("student", None), 0.0,
+                            np.random.default_rng(0), truth=lambda: truth)
+
+    class Reference:
+        def sample(self, t):
+            class Sample:
+                p = np.zeros((1, 3))
+            return Sample()
+
+    class State:
+        t = 0.0
+        load_p = np.zeros(3)
+
+    state = State()
+    planner.plan(state, Reference())
+    assert seen["student"] is state and seen["teacher"] is truth
+    planner = DaggerPlanner(Recorder("teacher", []), Recorder("student", None), 0.0,
+                            np.random.default_rng(0))
+    planner.plan(state, Reference())
+    assert seen["teacher"] is state
+    del observed
+
+
+def test_collected_episode_with_sensors_labels_from_the_truth():
+    """The same episode with the teacher seeing the truth or the sensors: the first decision's
+    observations are the same (the same sensor noise), its labels are not."""
+    results = {}
+    for sees in (True, False):
+        task = tiny_task(seed=3)
+        task.config["dagger"]["teacher_sees_truth"] = sees
+        task = EpisodeTask(**{**task.__dict__, "overrides": ("sensing.enabled=true",)})
+        results[sees] = collect_episode(task)
+        assert results[sees]["status"] == "completed"
+    first = {k: {name: a[:3] for name, a in r["arrays"].items()} for k, r in results.items()}
+    np.testing.assert_array_equal(first[True]["ego"], first[False]["ego"])
+    assert np.abs(first[True]["target"] - first[False]["target"]).max() > 1e-4

@@ -46,3 +46,27 @@ def test_evaluate_reports_teacher_and_student(capsys):
         for planner in ("teacher", "student"):
             assert row[planner]["status"] == "completed"
             assert 0.0 <= row[planner]["deriv_mae_mps"] < 0.05
+
+
+def test_the_default_policy_is_the_specialist_on_eight_medium_and_else_the_generalist():
+    from cableload_sim.trajectories import make_reference
+    from learners.export import GENERALIST_POLICIES, default_policy
+
+    generalist = GENERALIST_POLICIES[3]
+    assert (generalist / "student.pt").is_file() and (generalist / "student.onnx").is_file()
+    assert default_policy(make_reference("eight-medium"), 3) == SHIPPED_POLICY
+    for other in (make_reference("track:zandvoort"),
+                  make_reference("eight-medium", orientation="zero-sideslip"),
+                  make_reference("eight", ax=3.0, ay=3.0, w=0.5), None):
+        assert default_policy(other, 3) == generalist
+    assert default_policy(make_reference("track:zandvoort"), 6) == SHIPPED_POLICY  # none for 6
+
+
+def test_simulate_flies_the_generalist_off_eight_medium(capsys):
+    code, data = run_json(capsys, ["simulate", "--planner", "student", "--trajectory",
+                                   "circle", "--duration", "6", "--json"])
+    assert code == 0 and data["policy"] == "generalist-n3"
+    assert data["status"] == "completed" and data["rmse_position_m"] < 0.05
+    code, data = run_json(capsys, ["simulate", "--planner", "student", "--trajectory",
+                                   "eight-medium", "--duration", "2", "--json"])
+    assert code == 0 and data["policy"] == "paper-eight-medium"
