@@ -508,9 +508,9 @@ def _add_reference(p: argparse.ArgumentParser) -> None:
 
 def _add_policy(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default=None,
-                   help="student policy directory (default: the shipped specialist on "
-                        "eight-medium with 3 quadrotors, else the shipped generalist for the "
-                        "number of quadrotors, when there is one)")
+                   help="student policy directory (default: the shipped generalist for the "
+                        "number of quadrotors off eight-medium, when there is one, else the "
+                        "eight-medium student for that number)")
     p.add_argument("--runtime", choices=["torch", "onnx"], default="torch",
                    help="student inference runtime")
 

@@ -35,20 +35,28 @@ OUTPUTS = ("p", "v", "a", "j", "w")
 POLICIES = Path(__file__).resolve().parent / "policies"
 SHIPPED_POLICY = POLICIES / "paper-eight-medium"
 """The specialist: three quadrotors, trained on eight-medium (the paper's student)."""
+SPECIALISTS = {3: SHIPPED_POLICY, 4: POLICIES / "paper-eight-medium-n4",
+               6: POLICIES / "paper-eight-medium-n6"}
+"""Students trained on eight-medium (``learners/configs/paper-eight-medium.toml``, with
+``dagger.uavs = [n]`` for n other than 3), by number of quadrotors."""
 GENERALIST_POLICIES = {3: POLICIES / "generalist-n3"}
 """Generalists by number of quadrotors, trained on a distribution of references
 (``learners/configs/generalist.toml``)."""
 
 
 def default_policy(reference=None, n_uavs: int = 3) -> Path:
-    """The shipped policy to fly ``reference`` with ``n_uavs`` quadrotors: the specialist on its
-    own training reference (eight-medium, constant orientation, with three quadrotors), else
-    the generalist for that number when one is shipped, else the specialist."""
+    """The shipped policy to fly ``reference`` with ``n_uavs`` quadrotors: the generalist for
+    that number, when one is shipped, unless ``reference`` is eight-medium (constant
+    orientation), which the specialist for that number flies; without a generalist, the
+    specialist for that number, else the three-quadrotor one (flying it warns)."""
     generalist = GENERALIST_POLICIES.get(n_uavs)
+    specialist = SPECIALISTS.get(n_uavs)
+    if specialist is None or not (specialist / "student.pt").is_file():
+        specialist = SHIPPED_POLICY
     if generalist is None or not (generalist / "student.pt").is_file():
-        return SHIPPED_POLICY
-    if reference is not None and n_uavs == 3 and _is_eight_medium(reference):
-        return SHIPPED_POLICY
+        return specialist
+    if reference is not None and _is_eight_medium(reference):
+        return specialist
     return generalist
 
 

@@ -50,7 +50,7 @@ def test_evaluate_reports_teacher_and_student(capsys):
 
 def test_the_default_policy_is_the_specialist_on_eight_medium_and_else_the_generalist():
     from cableload_sim.trajectories import make_reference
-    from learners.export import GENERALIST_POLICIES, default_policy
+    from learners.export import GENERALIST_POLICIES, SPECIALISTS, default_policy
 
     generalist = GENERALIST_POLICIES[3]
     assert (generalist / "student.pt").is_file() and (generalist / "student.onnx").is_file()
@@ -59,7 +59,10 @@ def test_the_default_policy_is_the_specialist_on_eight_medium_and_else_the_gener
                   make_reference("eight-medium", orientation="zero-sideslip"),
                   make_reference("eight", ax=3.0, ay=3.0, w=0.5), None):
         assert default_policy(other, 3) == generalist
-    assert default_policy(make_reference("track:zandvoort"), 6) == SHIPPED_POLICY  # none for 6
+    for n in (4, 6):  # no generalist for them: their eight-medium students
+        assert default_policy(make_reference("track:zandvoort"), n) == SPECIALISTS[n]
+        assert (SPECIALISTS[n] / "student.onnx").is_file()
+    assert default_policy(make_reference("track:zandvoort"), 5) == SHIPPED_POLICY
 
 
 def test_simulate_flies_the_generalist_off_eight_medium(capsys):
@@ -70,3 +73,13 @@ def test_simulate_flies_the_generalist_off_eight_medium(capsys):
     code, data = run_json(capsys, ["simulate", "--planner", "student", "--trajectory",
                                    "eight-medium", "--duration", "2", "--json"])
     assert code == 0 and data["policy"] == "paper-eight-medium"
+
+
+@pytest.mark.parametrize("uavs", [4, 6])
+def test_students_for_four_and_six_quadrotors_fly_eight_medium(capsys, uavs):
+    code, data = run_json(capsys, ["simulate", "--planner", "student", "--uavs", str(uavs),
+                                   "--trajectory", "eight-medium", "--duration", "12",
+                                   "--json"])
+    assert code == 0 and data["policy"] == f"paper-eight-medium-n{uavs}"
+    assert data["status"] == "completed" and data["min_uav_distance_m"] > 0.8
+    assert data["rmse_position_m"] < 0.02 and data["rmse_orientation_deg"] < 2.0
