@@ -14,6 +14,7 @@ and ``screenshot=`` a PNG at ``time=``.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -273,6 +274,10 @@ def replay(path, video=None, screenshot=None, time=None, start=None, end=None, s
         written.append(Path(video))
     if interactive:
         _interactive(run, start, end, speed, window_size)
+    # free the scenes' VTK objects now: left to the interpreter's exit, pyvista's destructors
+    # run after the modules they use are gone and print an AttributeError each
+    scene = plotter = None
+    gc.collect()
     return written
 
 
