@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from cableload_sim.kernels.contact import landed_idle
-from cableload_sim.kernels.jit import kernel, quad_model_offset, quad_offset
+from cableload_sim.kernels.jit import kernel, quad_model_offset, quad_offset, quat_product
 from cableload_sim.layout import (
     CS_ACC_FILT,
     CS_ALPHA_FILT,
@@ -382,14 +382,9 @@ def _attitude_loop(x, o, dw, dxq, dyq, dzq, gains, scratch):
     """Tilt-prioritized attitude control (Brescianini et al. 2013) toward the target
     quaternion d: body-rate command into scratch[SC_RATE_CMD:]."""
     # error quaternion q_e = conj(q) (x) q_des
-    qw = x[o + QUAD_QUAT]
-    qx = -x[o + QUAD_QUAT + 1]
-    qy = -x[o + QUAD_QUAT + 2]
-    qz = -x[o + QUAD_QUAT + 3]
-    ew = qw * dw - qx * dxq - qy * dyq - qz * dzq
-    ewx = qw * dxq + qx * dw + qy * dzq - qz * dyq
-    ewy = qw * dyq - qx * dzq + qy * dw + qz * dxq
-    ewz = qw * dzq + qx * dyq - qy * dxq + qz * dw
+    ew, ewx, ewy, ewz = quat_product(x[o + QUAD_QUAT], -x[o + QUAD_QUAT + 1],
+                                     -x[o + QUAD_QUAT + 2], -x[o + QUAD_QUAT + 3],
+                                     dw, dxq, dyq, dzq)
     if ew < 0.0:
         ew = -ew
         ewx = -ewx

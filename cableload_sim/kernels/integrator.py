@@ -11,7 +11,13 @@ import math
 
 import numpy as np
 
-from cableload_sim.kernels.jit import body_offset, kernel, quad_model_offset, quad_offset
+from cableload_sim.kernels.jit import (
+    body_offset,
+    kernel,
+    quad_model_offset,
+    quad_offset,
+    quat_product,
+)
 from cableload_sim.layout import (
     BC_INERTIA,
     BC_INV_INERTIA,
@@ -160,14 +166,8 @@ def _turn_about_momentum(x, q, mom, b, scale):
     dx = k * ax
     dy = k * ay
     dz = k * az
-    w = x[q]
-    qx = x[q + 1]
-    qy = x[q + 2]
-    qz = x[q + 3]
-    x[q] = w * c2 - qx * dx - qy * dy - qz * dz
-    x[q + 1] = w * dx + qx * c2 + qy * dz - qz * dy
-    x[q + 2] = w * dy - qx * dz + qy * c2 + qz * dx
-    x[q + 3] = w * dz + qx * dy - qy * dx + qz * c2
+    x[q], x[q + 1], x[q + 2], x[q + 3] = quat_product(x[q], x[q + 1], x[q + 2], x[q + 3],
+                                                      c2, dx, dy, dz)
 
 
 @kernel()

@@ -35,7 +35,13 @@ import math
 
 import numpy as np
 
-from cableload_sim.kernels.jit import kernel, quad_model_offset, quad_offset, quat_to_rot
+from cableload_sim.kernels.jit import (
+    kernel,
+    quad_model_offset,
+    quad_offset,
+    quat_product,
+    quat_to_rot,
+)
 from cableload_sim.layout import (
     CS_EST_ACCEL_BIAS,
     CS_EST_GYRO_BIAS,
@@ -107,15 +113,6 @@ def normal(seed, counter):
 
 
 @kernel(inline="always")
-def _product(aw, ax, ay, az, bw, bx, by, bz):
-    """The Hamilton product a (x) b of two quaternions given by their components."""
-    return (aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw)
-
-
-@kernel(inline="always")
 def _turn(q, k, rx, ry, rz):
     """q[k:k+4] <- q[k:k+4] (x) exp(r) for the body rotation vector r, normalized."""
     angle = math.sqrt(rx * rx + ry * ry + rz * rz)
@@ -125,7 +122,7 @@ def _turn(q, k, rx, ry, rz):
     else:
         c = math.cos(0.5 * angle)
         s = math.sin(0.5 * angle) / angle
-    w, x, y, z = _product(q[k], q[k + 1], q[k + 2], q[k + 3], c, s * rx, s * ry, s * rz)
+    w, x, y, z = quat_product(q[k], q[k + 1], q[k + 2], q[k + 3], c, s * rx, s * ry, s * rz)
     inv = 1.0 / math.sqrt(w * w + x * x + y * y + z * z)
     q[k] = w * inv
     q[k + 1] = x * inv
@@ -137,7 +134,7 @@ def _turn(q, k, rx, ry, rz):
 def _attitude_error(a, ka, b, kb):
     """The body rotation vector log(a^-1 (x) b) of quaternions a[ka:ka+4], b[kb:kb+4], the
     short way round."""
-    w, x, y, z = _product(a[ka], -a[ka + 1], -a[ka + 2], -a[ka + 3],
+    w, x, y, z = quat_product(a[ka], -a[ka + 1], -a[ka + 2], -a[ka + 3],
                           b[kb], b[kb + 1], b[kb + 2], b[kb + 3])
     if w < 0.0:
         w = -w
