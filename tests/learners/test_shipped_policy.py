@@ -59,8 +59,11 @@ def test_the_default_policy_is_the_specialist_on_eight_medium_and_else_the_gener
                   make_reference("eight-medium", orientation="zero-sideslip"),
                   make_reference("eight", ax=3.0, ay=3.0, w=0.5), None):
         assert default_policy(other, 3) == generalist
-    for n in (4, 6):  # no generalist for them: their eight-medium students
-        assert default_policy(make_reference("track:zandvoort"), n) == SPECIALISTS[n]
+    assert default_policy(make_reference("track:zandvoort"), 4) == GENERALIST_POLICIES[4]
+    assert default_policy(make_reference("eight-medium"), 4) == SPECIALISTS[4]
+    # no generalist for 6: its eight-medium student
+    assert default_policy(make_reference("track:zandvoort"), 6) == SPECIALISTS[6]
+    for n in (4, 6):
         assert (SPECIALISTS[n] / "student.onnx").is_file()
     assert default_policy(make_reference("track:zandvoort"), 5) == SHIPPED_POLICY
 
