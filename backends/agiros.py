@@ -57,6 +57,51 @@ def plan_piece(traj: UavTrajectory, start: float, end: float, step: float) -> Ua
     return UavTrajectory(times, out["p"], out["v"], out["a"], out["j"], out["w"])
 
 
+class StockQueue:
+    """What a client knows of a stock pilot's queue (ROS times, s): where it ends after what was
+    sent, and the references the pilot rejected, detected from its telemetry.
+
+    A reference counts as rejected when a telemetry message stamped ``in_flight_s`` or more after
+    it was *sent* (not after the plan's time: a plan made late is sent late) shows the queue
+    ending short of it; the client then resumes from the pilot's own queue end. Judged from the
+    plan's time, a plan sent 0.2 s late was taken for rejected while still on its way, the
+    client resumed from the telemetry's stale end, and the pilot rejected the next reference
+    (a clean CI run of session 5)."""
+
+    def __init__(self, in_flight_s: float):
+        if not in_flight_s > 0.0:
+            raise ValueError(f"in_flight_s: expected a positive time, got {in_flight_s!r}")
+        self.in_flight_s = in_flight_s
+        self.end: float | None = None
+        self.rejected = 0
+        self._pending: list[tuple[float, float]] = []  # (sent at, end)
+
+    def sent(self, sent_at: float, end: float) -> None:
+        self.end = end
+        self._pending.append((sent_at, end))
+
+    def telemetry(self, now: float, queue_end: float) -> bool:
+        """A telemetry message stamped ``now`` with the queue ending at ``queue_end`` (``now``
+        when empty); whether it showed a rejection. After one the queue ends where the pilot
+        says, or where the last reference still on its way ends (it starts where the rejected
+        one ended or later, past the pilot's queue end, so the pilot will take it)."""
+        keep, rejected = [], 0
+        for sent_at, end in self._pending:
+            if sent_at + self.in_flight_s > now:
+                keep.append((sent_at, end))
+            elif end > now and queue_end < end - 1e-3:
+                rejected += 1
+        self._pending = keep
+        if rejected:
+            self.rejected += rejected
+            self.end = keep[-1][1] if keep else queue_end
+        return rejected > 0
+
+    def reset(self) -> None:
+        self.end = None
+        self._pending = []
+
+
 class AgirosClient:
     """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
 
@@ -73,9 +118,7 @@ class AgirosClient:
         self.state = None
         self.telemetry = None
         self.sent = 0
-        self.rejected = 0
-        self._queued_end: float | None = None  # ROS time (s)
-        self._pending: list[tuple[float, float]] = []  # (sent at ROS time, end ROS time)
+        self._queue = StockQueue(in_flight_s=2.0 * period_s)
 
         def topic(template):
             return template.format(quad=quad)
@@ -109,14 +152,12 @@ class AgirosClient:
         now = msg.header.stamp.to_sec()
         queue_end = now + msg.reference_left_duration if msg.num_references_in_queue else now
         with self._lock:
-            keep = []
-            for sent_at, end in self._pending:
-                if sent_at + 2.0 * self.period_s > now:
-                    keep.append((sent_at, end))  # may still be in flight
-                elif end > now and queue_end < end - 1e-3:
-                    self.rejected += 1
-                    self._queued_end = queue_end
-            self._pending = keep
+            self._queue.telemetry(now, queue_end)
+
+    @property
+    def rejected(self) -> int:
+        """References the pilot was seen to reject (from its telemetry)."""
+        return self._queue.rejected
 
     def connected(self) -> bool:
         """Whether the pilot subscribes to the trajectory and command topics (a message
@@ -131,8 +172,7 @@ class AgirosClient:
         self.pub_commands[name].publish(ros1.messages().Empty())
         if name in ("land", "off", "force_hover"):
             with self._lock:
-                self._queued_end = None
-                self._pending = []
+                self._queue.reset()
 
     def enable(self, on: bool = True) -> None:
         self.pub_enable.publish(ros1.messages().Bool(bool(on)))
@@ -147,11 +187,12 @@ class AgirosClient:
             self.sent += 1
             return True
         plan_time = float(traj.t[0]) + t_offset
+        sent_at = max(plan_time, now if now is not None else plan_time)
         with self._lock:
-            queued_end = self._queued_end
+            queued_end = self._queue.end
         start = plan_time if queued_end is None or queued_end < plan_time else queued_end
-        end = max(plan_time, now if now is not None else plan_time) + self.period_s + self.margin_s
-        piece = plan_piece(traj, start - t_offset, end - t_offset, self.resample_s)
+        piece = plan_piece(traj, start - t_offset, sent_at + self.period_s + self.margin_s - t_offset,
+                           self.resample_s)
         if piece is None:
             return False
         if queued_end is not None and queued_end >= plan_time:
@@ -160,15 +201,13 @@ class AgirosClient:
                                   piece.p, piece.v, piece.a, piece.j, piece.body_rates)
         self.pub_trajectory.publish(ros1.reference_message(piece, t_offset))
         with self._lock:
-            self._queued_end = float(piece.t[-1]) + t_offset
-            self._pending.append((plan_time, self._queued_end))
+            self._queue.sent(sent_at, float(piece.t[-1]) + t_offset)
         self.sent += 1
         return True
 
     def reset_queue(self) -> None:
         with self._lock:
-            self._queued_end = None
-            self._pending = []
+            self._queue.reset()
 
     def close(self) -> None:
         for sub in self._subscribers:

@@ -35,6 +35,7 @@ TIME_TOLERANCE = 1e-6
 """Two reference times closer than this (s) count as equal (float64 times through ROS)."""
 QUEUE_MODES = ("stock", "replace")
 REFERENCE_FIELDS = ("t", "p", "v", "a", "j", "w")
+DRY_TIMES_KEPT = 20
 
 
 class PilotState(str, enum.Enum):
@@ -194,6 +195,8 @@ class Pilot:
         self.landed = False
         self.ran_dry = 0
         """Times the queue ran out while tracking (the pilot then hovers at its end)."""
+        self.dry_at: list[float] = []
+        """When it did (s; the first ``DRY_TIMES_KEPT``)."""
 
     @property
     def armed(self) -> bool:
@@ -260,5 +263,7 @@ class Pilot:
                 self.hover_position = self._final
                 self.state = PilotState.HOVER
                 self.ran_dry += 1
+                if len(self.dry_at) < DRY_TIMES_KEPT:
+                    self.dry_at.append(float(t))
             return hold(t, self.hover_position)
         return None

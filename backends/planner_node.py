@@ -45,9 +45,11 @@ STUDENT_MARGIN_S = 0.15
 teacher flies worse beyond about 0.12 s of latency (its attitude error 1.5x over 60 s with
 0.15 s); but with a node per quadrotor and the world on 2 shared cores, plans reached the pilot
 up to 0.15 s later than one period after the previous one, and with 0.1 s the queues ran dry
-2-8 times in 12 s at a load average of 4-6 (none with 0.15 s). The student flies as well with
-the longer latency (0.019 m against 0.022 m on the embedded backend)."""
-
+2-8 times in 12 s at a load average of 4-6. With 0.15 s none ran dry in a 12 s flight at
+real-time factor 1, but with rosbag recording beside them (both cores saturated) plans left up
+to 0.46 s apart and the queues ran dry 0-4 times each (session 6; none at real-time factor
+0.5). Each node reports its gaps between sends at exit (``PlannerNode.summary``). The student
+flies as well with the longer latency (0.019 m against 0.022 m on the embedded backend)."""
 
 # Hermite bases on s in [0, 1]: rows are basis functions, columns the coefficients of s^0..s^5
 _QUINTIC = np.array([  # p0, h v0, h^2 a0, h^2 a1, h v1, p1
@@ -161,6 +163,8 @@ class PlannerNode:
         self.plans_sent = 0
         self.skipped = 0
         self.plan_times: list[float] = []
+        self.send_gaps: list[float] = []  # between plans leaving, on the world's clock (s)
+        self._last_sent: float | None = None
         self.uavs = [uav] if uav is not None else list(range(self.system.n_uavs))
         if uav is not None and not 0 <= uav < self.system.n_uavs:
             raise ValueError(f"--uav: expected 0 to {self.system.n_uavs - 1}, got {uav}")
@@ -196,6 +200,7 @@ class PlannerNode:
     def _on_horizon(self, msg) -> None:
         if not msg.points:  # the episode is over: send nothing more (the pilots will hover)
             self.reference = None
+            self._last_sent = None
             for client in self.clients.values():
                 client.reset_queue()
             return
@@ -265,8 +270,27 @@ class PlannerNode:
         for i, plan in plans.items():
             self.clients[i].send(self.guard.check(i, plan, stand_in), now=now)
         self.plan_times.append(time.perf_counter() - start)
+        if self._last_sent is not None:
+            self.send_gaps.append(now - self._last_sent)
+        self._last_sent = now
         self.plans_sent += 1
         return True
+
+    def summary(self) -> str:
+        """Plans sent and skipped, the time to make one, and the gaps between sends on the
+        world's clock: a gap over one period plus the client's margin empties a stock pilot's
+        queue."""
+        text = f"{self.plans_sent} plans sent, {self.skipped} decisions skipped"
+        if self.plan_times:
+            ms = 1e3 * np.asarray(self.plan_times)
+            text += (f"; making one: median {np.median(ms):.1f} ms, 99th percentile "
+                     f"{np.percentile(ms, 99):.1f} ms, max {ms.max():.1f} ms")
+        if self.send_gaps:
+            gaps = np.asarray(self.send_gaps)
+            limit = self.period_s + next(iter(self.clients.values())).margin_s
+            text += (f"; gap between sends: max {gaps.max():.3f} s, "
+                     f"{int(np.sum(gaps > limit))} over {limit:.2f} s")
+        return text
 
     def close(self) -> None:
         self._stop.set()

@@ -243,6 +243,10 @@ class WorldNode:
         counts = ", ".join(f"{p.name} {p.queue.accepted}/{p.queue.rejected}" for p in self.pilots)
         dry = ", ".join(f"{p.name} {p.ran_dry}" for p in self.pilots)
         text = f"pilot references accepted/rejected: {counts}; queue ran dry: {dry}"
+        if any(p.dry_at for p in self.pilots):
+            text += "; ran dry at (s): " + ", ".join(
+                f"{p.name} {' '.join(f'{t:.2f}' for t in p.dry_at)}" for p in self.pilots
+                if p.dry_at)
         if self.config.link.enabled:
             link = self.link_stats()
             text += (f"; link: {link.sent} references sent, {link.dropped} lost, "

@@ -433,6 +433,7 @@ def cmd_node(args) -> int:
     finally:
         node.close()
         rospy.signal_shutdown("cableload node stopped")
+        print(f"cableload node: {node.summary()}", file=sys.stderr)
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.agiros import plan_piece
+from backends.agiros import StockQueue, plan_piece
 from backends.pilot import Pilot, PilotState, ReferenceQueue, reference_problem, sample_nodes
 from cableload_sim.horizon import node_times
 from cableload_sim.world import UavTrajectory
@@ -182,3 +182,63 @@ def test_sample_nodes_holds_the_ends():
     np.testing.assert_allclose(out["j"][0], plan.j[0])
     for name in ("v", "a", "j", "w"):
         np.testing.assert_allclose(out[name][1], 0.0)  # at rest after the last point
+
+
+def test_stock_queue_waits_for_a_late_plan_before_calling_it_rejected():
+    """A plan made at 2.04 s but sent at 2.24 s is still on its way when telemetry stamped 2.24 s
+    shows the queue dry: not a rejection, and the next piece continues from its end."""
+    queue = StockQueue(in_flight_s=0.2)
+    queue.sent(2.0, 2.35)
+    assert not queue.telemetry(2.30, 2.35)
+    queue.sent(2.24, 2.49)  # late: sent 0.2 s after its plan's time
+    assert not queue.telemetry(2.36, 2.36)  # ran dry meanwhile; the piece is on its way
+    assert (queue.rejected, queue.end) == (0, 2.49)
+    assert not queue.telemetry(2.50, 2.50)  # it arrived and was flown
+    assert queue.rejected == 0
+
+
+def test_stock_queue_detects_a_rejection_and_resumes_from_the_pilots_end():
+    queue = StockQueue(in_flight_s=0.2)
+    queue.sent(1.0, 1.25)
+    queue.sent(1.1, 1.35)
+    # the pilot's queue ends at 1.25: the second piece was rejected
+    assert queue.telemetry(1.31, 1.25)
+    assert (queue.rejected, queue.end) == (1, 1.25)
+    assert not queue.telemetry(1.32, 1.25)  # counted once
+
+
+def test_stock_queue_after_a_rejection_keeps_what_is_still_on_its_way():
+    queue = StockQueue(in_flight_s=0.2)
+    queue.sent(1.0, 1.25)
+    queue.sent(1.1, 1.45)  # rejected
+    queue.sent(1.2, 1.55)  # starts at the rejected one's end: the pilot will take it
+    assert queue.telemetry(1.32, 1.25)
+    assert (queue.rejected, queue.end) == (1, 1.55)
+
+
+def test_client_bookkeeping_and_pilot_agree_with_delayed_plans():
+    """The client's cutting and bookkeeping against the stock pilot, with plans sent up to
+    0.22 s late and delivered 0.04 s later (telemetry at 20 Hz shows the queue dry meanwhile):
+    the pilot rejects nothing."""
+    rng = np.random.default_rng(5)
+    pilot = ReferenceQueue("stock")
+    client = StockQueue(in_flight_s=0.2)
+    period, margin, in_transit, sent_at = 0.1, 0.15, [], 0.0
+    telemetry_times = np.arange(0.0, 6.0, 0.05)
+    for k in range(50):
+        plan_time = 0.1 * k  # one planner: a plan made late delays the next
+        sent_at = max(sent_at + 0.01,
+                      plan_time + (0.22 if k % 7 == 3 else float(rng.uniform(0.0, 0.05))))
+        # the telemetry the client has read by the time it sends
+        for now in telemetry_times[(telemetry_times <= sent_at)]:
+            for arrival, ref in [x for x in in_transit if x[0] <= now]:
+                pilot.offer(ref, arrival)
+                in_transit.remove((arrival, ref))
+            pilot.drop_expired(now)
+            client.telemetry(now, pilot.end if pilot.end is not None else now)
+        telemetry_times = telemetry_times[telemetry_times > sent_at]
+        start = plan_time if client.end is None or client.end < plan_time else client.end
+        end = sent_at + period + margin
+        in_transit.append((sent_at + 0.04, reference(start, end)))
+        client.sent(sent_at, end)
+    assert pilot.rejected == 0 and client.rejected == 0

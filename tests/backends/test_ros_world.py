@@ -83,7 +83,11 @@ def node_subscriptions(state: dict) -> dict[str, set[str]]:
 def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, tmp_path):
     """Against the stock pilot (pieces of each plan appended to its queue)."""
     require(shutil.which("rosbag") is not None, "needs rosbag: sudo apt-get install ros-core")
-    ros_graph.cableload("world", "world", "--real-time-factor", "1")
+    # Half real time: three student nodes, the world, the episode and rosbag (five Python
+    # processes) saturate 2 cores at real-time factor 1; plans then left up to 0.46 s apart on
+    # the world's clock, the stock pilots' queues ran dry 0-4 times each in 12 s and the
+    # flights ranged from 0.007 to 0.13 m (session 6, this machine). At 0.5 none ran dry.
+    ros_graph.cableload("world", "world", "--real-time-factor", "0.5")
     for i in range(3):
         ros_graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
                             "--runtime", "onnx", "--policy", SPECIALIST)
@@ -117,15 +121,12 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
     assert live["node_plans_min"] >= 0.8 * float(DURATION) * 10  # about 10 Hz from every node
     embedded = simulate(ros_graph, "--planner", "student", "--runtime", "onnx", "--duration",
                         DURATION, "--policy", SPECIALIST)
-    # The nodes' plans reach the stock pilot's queue planner_node.STUDENT_MARGIN_S (0.15 s)
-    # later than the embedded student's reach its controller: with the specialist retrained
-    # under drag (0.006 m / 0.7 deg embedded over 12 s) the nodes flew 0.008-0.009 m alone on
-    # this machine but 0.046-0.061 m / 5.6-5.7 deg in both clean CI runs of session 5 (cause
-    # not found; the level all students flew through this pilot before: 0.033 m / 3.1 deg over
-    # 60 s, session 4). Within 1.5x of embedded, or at most 0.1 m / 10 deg.
-    for key, level in (("rmse_position_m", 0.1), ("rmse_orientation_deg", 10.0)):
-        assert within(live[key], embedded[key], 1.5) or live[key] <= level, \
-            (key, live, embedded)
+    # The nodes' plans take effect planner_node.STUDENT_MARGIN_S (0.15 s) later than the
+    # embedded student's (the stock pilot's queue): 0.0063 m / 0.48 deg against 0.006 m /
+    # 0.7 deg embedded.
+    for key in ("rmse_position_m", "rmse_orientation_deg"):
+        assert within(live[key], embedded[key], 1.5), (key, live, embedded,
+                                                       ros_graph.log("world"))
 
     time.sleep(0.5)
     ros_graph.kill("rosbag", signal.SIGINT)
