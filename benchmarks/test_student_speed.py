@@ -2,9 +2,12 @@
 torch, less with onnxruntime; the paper: 97 ms on a Raspberry Pi 5 CPU, 27 ms on a laptop GPU).
 
 ``policy`` times the network alone (traced torch or onnxruntime, batch of one quadrotor);
-``planner`` times everything a quadrotor does per decision: encoding its observation history,
-the formation prior, the network and the bounds check. Uses the shipped policy when present,
-else an untrained network of the shipped configuration (the time does not depend on weights).
+``planner`` times everything the quadrotors do per decision in one process (encoding each
+observation history, the formation prior computed once for all, the network on the batch, the
+bounds check): divide by the number of quadrotors. ``decision`` times one quadrotor deciding
+alone, as a planner node does (its own prior, a batch of one): the issue's figure, for the
+specialist and the generalist of three. Uses the shipped policy when present, else an
+untrained network of the shipped configuration (the time does not depend on weights).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import torch
 from cableload_sim.params import load_config
 from cableload_sim.simulator import Simulator
 from cableload_sim.trajectories import make_reference
-from learners.export import SHIPPED_POLICY, export_policy, load_policy
+from learners.export import GENERALIST_POLICIES, SHIPPED_POLICY, export_policy, load_policy
 from learners.network import NetworkConfig, StudentNet
 from planners.student import StudentPlanner
 
@@ -62,3 +65,30 @@ def test_student_planner_time_per_quadrotor(benchmark, policy_dir, runtime):
     benchmark.pedantic(lambda: planner.plan(state, reference), rounds=200, iterations=1)
     benchmark.extra_info["quadrotors"] = planner.system.n_uavs
     benchmark.extra_info["note"] = "time is for all quadrotors; divide by 'quadrotors'"
+
+
+@pytest.mark.parametrize("which", ["specialist", "generalist"])
+def test_student_decision_of_one_quadrotor(benchmark, which, policy_dir):
+    """Encoding, prior, network (onnxruntime, one thread) and bounds for quadrotor 0 alone."""
+    from learners.export import student_planner
+
+    directory = policy_dir if which == "specialist" else GENERALIST_POLICIES[3]
+    if not (directory / "student.onnx").is_file():
+        pytest.skip(f"no exported policy in {directory}")
+    torch.set_num_threads(1)
+    config = load_config(None)
+    planner = student_planner(config, directory, "onnx")
+    sim = Simulator(config)
+    sim.advance(100)
+    state, reference = sim.world_state(), make_reference("eight-medium")
+    obs = state.local(0, planner.rho[0], planner.attach[0])
+
+    def decide():
+        encoded = planner.observe_local(0, obs, reference)
+        return planner.act([encoded], obs.uav_p[None], [0])[0]
+
+    for _ in range(20):
+        decide()
+    benchmark.pedantic(decide, rounds=500, iterations=1)
+    benchmark.extra_info["frame"] = planner.frame
+    assert planner.bad_outputs == 0 and np.isfinite(decide().p).all()

@@ -192,7 +192,18 @@ def sixd_to_matrix(d6) -> np.ndarray:
 
 
 def quat_to_6d(q) -> np.ndarray:
-    return matrix_to_6d(quat_to_matrix(q))
+    """``matrix_to_6d(quat_to_matrix(q))``, the two columns computed alone."""
+    q = _as_quat(q)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(q.shape[:-1] + (6,))
+    out[..., 0] = 1 - 2 * (y * y + z * z)
+    out[..., 1] = 2 * (x * y + w * z)
+    out[..., 2] = 2 * (x * z - w * y)
+    out[..., 3] = 2 * (x * y - w * z)
+    out[..., 4] = 1 - 2 * (x * x + z * z)
+    out[..., 5] = 2 * (y * z + w * x)
+    return out
 
 
 def sixd_to_quat(d6) -> np.ndarray:

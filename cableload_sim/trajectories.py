@@ -54,12 +54,37 @@ TRACKS_DIR = Path(__file__).resolve().parent / "tracks"
 
 ORIENTATION_MODES = ("constant", "zero-sideslip", "oscillating")
 
-SMOOTHSTEP = Polynomial([0, 0, 0, 0, 35, -84, 70, -20])
+
+
+class Horner:
+    """A polynomial evaluated by Horner's rule, as ``numpy.polynomial.Polynomial`` evaluates
+    it (the same operations in the same order, so the same values) without its domain mapping
+    and checks, which cost several times the evaluation on a few hundred times (the student
+    samples the reference at every decision)."""
+
+    def __init__(self, polynomial: Polynomial):
+        self.coef = tuple(float(c) for c in polynomial.coef)
+        self.polynomial = polynomial
+
+    def __call__(self, x):
+        x = np.asarray(x, dtype=float)
+        value = self.coef[-1] + x * 0
+        for c in self.coef[-2::-1]:
+            value = c + value * x
+        return value
+
+    def deriv(self, order: int = 1) -> Horner:
+        return Horner(self.polynomial.deriv(order))
+
+    def integ(self) -> Horner:
+        return Horner(self.polynomial.integ())
+
+
+SMOOTHSTEP = Horner(Polynomial([0, 0, 0, 0, 35, -84, 70, -20]))
 """C^3 smoothstep on [0, 1]: 0 -> 1 with zero first, second and third derivatives at both ends."""
 
 _SMOOTHSTEP_INTEGRAL = SMOOTHSTEP.integ()  # equals 1/2 at x = 1
-_SMOOTHSTEP_DERIVS = tuple(SMOOTHSTEP.deriv(k) for k in (1, 2, 3))  # made once: per call they
-# cost more than evaluating them (the student samples the reference at every decision)
+_SMOOTHSTEP_DERIVS = tuple(SMOOTHSTEP.deriv(k) for k in (1, 2, 3))  # made once
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,8 +240,9 @@ class CircleCurve(PlanarCurve):
         )
 
 
-_TURN = Polynomial([0, 0, 0, 10, -15, 6])
+_TURN = Horner(Polynomial([0, 0, 0, 10, -15, 6]))
 """Quintic smoothstep: the fraction of a corner's 90 deg turned, along the turn (0 to 1)."""
+_TURN_DERIVS = (_TURN.deriv(1), _TURN.deriv(2))
 
 _GAUSS_NODES, _GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(24)
 _GAUSS_NODES = 0.5 * (_GAUSS_NODES + 1.0)  # on [0, 1]
@@ -266,8 +292,8 @@ class RoundedSquareCurve(PlanarCurve):
         tangent = np.stack([np.cos(heading), np.sin(heading)], axis=-1)
         normal = np.stack([-tangent[:, 1], tangent[:, 0]], axis=-1)
         u = turn_arc / c
-        curvature = np.where(in_turn, 0.5 * math.pi * _TURN.deriv(1)(u) / c, 0.0)[:, None]
-        curvature_rate = np.where(in_turn, 0.5 * math.pi * _TURN.deriv(2)(u) / c**2, 0.0)[:, None]
+        curvature = np.where(in_turn, 0.5 * math.pi * _TURN_DERIVS[0](u) / c, 0.0)[:, None]
+        curvature_rate = np.where(in_turn, 0.5 * math.pi * _TURN_DERIVS[1](u) / c**2, 0.0)[:, None]
         return Jet(
             position,
             tangent,

@@ -25,15 +25,21 @@ formation-tilt (``planners.student``).
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
+from numba import njit
 
 from cableload_sim.horizon import node_times
 from cableload_sim.params import SystemParams
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry
+from cableload_sim.trajectories import LoadReferenceSample
 from cableload_sim.world import UavTrajectory, WorldState
 
 _FD_STEP = 2e-3  # s, finite-difference step for the formation's derivatives
+_STENCIL = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -58,6 +64,99 @@ def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return eye + vx + vx @ vx / (1.0 + c)[..., None, None]
 
 
+@njit(cache=True)
+def _formation_points(ref_p, ref_a, ref_q, directions, tensions, rho, lengths, attach, masses,
+                      gravity, tilt, out_p, out_pull):
+    """``FormationPlanner._formation`` at every reference sample (the NumPy expressions of
+    ``_formation_numpy`` point by point: every student decision computes the prior, and
+    NumPy's per-call cost on a few hundred small vectors was most of a decision's time)."""
+    R = np.empty((3, 3))
+    M = np.empty((3, 3))
+    for k in range(ref_p.shape[0]):
+        w, x, y, z = ref_q[k, 0], ref_q[k, 1], ref_q[k, 2], ref_q[k, 3]
+        norm = math.sqrt(w * w + x * x + y * y + z * z)
+        w, x, y, z = w / norm, x / norm, y / norm, z / norm
+        R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+        R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+        R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+        need0, need1, need2 = ref_a[k, 0], ref_a[k, 1], ref_a[k, 2] + gravity
+        need_norm = math.sqrt(need0 * need0 + need1 * need1 + need2 * need2)
+        scale = need_norm / gravity
+        if tilt:  # the smallest rotation taking e_z to need / |need|
+            n0, n1, n2 = need0 / need_norm, need1 / need_norm, need2 / need_norm
+            v0, v1, v2 = -n1, n0, 0.0  # e_z x n
+            f = 1.0 / (1.0 + n2)
+            T00, T01, T02 = 1.0 - (v1 * v1 + v2 * v2) * f, -v2 + v0 * v1 * f, v1 + v0 * v2 * f
+            T10, T11, T12 = v2 + v0 * v1 * f, 1.0 - (v0 * v0 + v2 * v2) * f, -v0 + v1 * v2 * f
+            T20, T21, T22 = -v1 + v0 * v2 * f, v0 + v1 * v2 * f, 1.0 - (v0 * v0 + v1 * v1) * f
+            for c in range(3):
+                r0, r1, r2 = R[0, c], R[1, c], R[2, c]
+                M[0, c] = T00 * r0 + T01 * r1 + T02 * r2
+                M[1, c] = T10 * r0 + T11 * r1 + T12 * r2
+                M[2, c] = T20 * r0 + T21 * r1 + T22 * r2
+        else:
+            M[:, :] = R
+        for i in range(directions.shape[0]):
+            d0, d1, d2 = directions[i, 0], directions[i, 1], directions[i, 2]
+            u0 = M[0, 0] * d0 + M[0, 1] * d1 + M[0, 2] * d2
+            u1 = M[1, 0] * d0 + M[1, 1] * d1 + M[1, 2] * d2
+            u2 = M[2, 0] * d0 + M[2, 1] * d1 + M[2, 2] * d2
+            a0, a1, a2 = rho[i, 0], rho[i, 1], rho[i, 2]
+            e0 = ref_p[k, 0] + R[0, 0] * a0 + R[0, 1] * a1 + R[0, 2] * a2 + lengths[i] * u0
+            e1 = ref_p[k, 1] + R[1, 0] * a0 + R[1, 1] * a1 + R[1, 2] * a2 + lengths[i] * u1
+            e2 = ref_p[k, 2] + R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2 + lengths[i] * u2
+            pull = tensions[i] * scale
+            out_pull[k, i, 0], out_pull[k, i, 1], out_pull[k, i, 2] = pull * u0, pull * u1, pull * u2
+            # the quadrotor's attitude: thrust axis along m_i (a_L - g) + pull, heading +x
+            t0 = masses[i] * need0 + pull * u0
+            t1 = masses[i] * need1 + pull * u1
+            t2 = masses[i] * need2 + pull * u2
+            tn = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+            z0, z1, z2 = t0 / tn, t1 / tn, t2 / tn
+            yn = math.sqrt(z2 * z2 + z1 * z1)
+            y1, y2 = z2 / yn, -z1 / yn  # z x e_x, normalized (y0 = 0)
+            x0, x1, x2 = y1 * z2 - y2 * z1, y2 * z0, -y1 * z0  # y x z
+            b0, b1, b2 = attach[i, 0], attach[i, 1], attach[i, 2]
+            out_p[k, i, 0] = e0 - (x0 * b0 + z0 * b2)
+            out_p[k, i, 1] = e1 - (x1 * b0 + y1 * b1 + z1 * b2)
+            out_p[k, i, 2] = e2 - (x2 * b0 + y2 * b1 + z2 * b2)
+
+
+@njit(cache=True)
+def _slot_derivatives(p, pull, masses, gravity, h, out):
+    """From the formation on the five-point stencil of each node (``p``, ``pull``: (5 k, n, 3))
+    the slots' p, v, a, j and body rates (``out``: (5, k, n, 3)), as ``_slot_derivatives_numpy``
+    (five-point differences; the thrust axis at the middle three points for its rate)."""
+    z = np.empty((3, 3))
+    for k in range(out.shape[1]):
+        for i in range(out.shape[2]):
+            for c in range(3):
+                pm2, pm1, p0 = p[5 * k, i, c], p[5 * k + 1, i, c], p[5 * k + 2, i, c]
+                pp1, pp2 = p[5 * k + 3, i, c], p[5 * k + 4, i, c]
+                a = (-pp2 + 16 * pp1 - 30 * p0 + 16 * pm1 - pm2) / (12 * h * h)
+                out[0, k, i, c] = p0
+                out[1, k, i, c] = (-pp2 + 8 * pp1 - 8 * pm1 + pm2) / (12 * h)
+                out[2, k, i, c] = a
+                out[3, k, i, c] = (pp2 - 2 * pp1 + 2 * pm1 - pm2) / (2 * h**3)
+                g = -gravity if c == 2 else 0.0
+                accs = ((p0 - 2 * pm1 + pm2) / h**2, a, (pp2 - 2 * pp1 + p0) / h**2)
+                for m in range(3):
+                    z[m, c] = masses[i] * (accs[m] - g) + pull[5 * k + 1 + m, i, c]
+            for m in range(3):
+                norm = math.sqrt(z[m, 0] ** 2 + z[m, 1] ** 2 + z[m, 2] ** 2)
+                z[m, 0], z[m, 1], z[m, 2] = z[m, 0] / norm, z[m, 1] / norm, z[m, 2] / norm
+            z0, z1, z2 = z[1, 0], z[1, 1], z[1, 2]
+            d0 = (z[2, 0] - z[0, 0]) / (2 * h)
+            d1 = (z[2, 1] - z[0, 1]) / (2 * h)
+            d2 = (z[2, 2] - z[0, 2]) / (2 * h)
+            yn = math.sqrt(z2 * z2 + z1 * z1)
+            y1, y2 = z2 / yn, -z1 / yn
+            x0, x1, x2 = y1 * z2 - y2 * z1, y2 * z0, -y1 * z0
+            out[4, k, i, 0] = -(y1 * d1 + y2 * d2)
+            out[4, k, i, 1] = x0 * d0 + x1 * d1 + x2 * d2
+            out[4, k, i, 2] = 0.0
+
+
 class FormationPlanner:
     """Centralized only in name: each quadrotor's plan uses the reference alone."""
 
@@ -69,12 +168,13 @@ class FormationPlanner:
         self.converge_s = converge_s
         self.name = "formation-tilt" if tilt else "formation"
         geometry = hover_geometry(system)
-        self.directions = geometry.directions  # load frame
-        self.tensions = geometry.tensions
-        self.rho = system.attachment_array()
-        self.lengths = np.array([c.length for c in system.cables])
-        self.attach = np.array([q.attachment for q in system.quadrotors])
-        self.masses = np.array([q.mass for q in system.quadrotors])
+        as_array = np.ascontiguousarray  # the kernel's arguments: contiguous float64
+        self.directions = as_array(geometry.directions, dtype=float)  # load frame
+        self.tensions = as_array(geometry.tensions, dtype=float)
+        self.rho = as_array(system.attachment_array(), dtype=float)
+        self.lengths = np.array([c.length for c in system.cables], dtype=float)
+        self.attach = np.array([q.attachment for q in system.quadrotors], dtype=float)
+        self.masses = np.array([q.mass for q in system.quadrotors], dtype=float)
         self.gravity = np.array([0.0, 0.0, -system.gravity])
         self._rest = None
 
@@ -90,8 +190,21 @@ class FormationPlanner:
     def report(self) -> dict:
         return {}
 
-    def _formation(self, reference, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Quadrotor positions (k, n, 3) and cable pulls on them, t_i u_i (k, n, 3)."""
+    def _formation(self, reference, times: np.ndarray, ref=None) -> tuple[np.ndarray, np.ndarray]:
+        """Quadrotor positions (k, n, 3) and cable pulls on them, t_i u_i (k, n, 3); ``ref``:
+        the reference already sampled at ``times``."""
+        ref = reference.sample(times) if ref is None else ref
+        k, n = len(times), self.system.n_uavs
+        p, pull = np.empty((k, n, 3)), np.empty((k, n, 3))
+        _formation_points(np.ascontiguousarray(ref.p, dtype=float),
+                          np.ascontiguousarray(ref.a, dtype=float),
+                          np.ascontiguousarray(ref.q, dtype=float), self.directions,
+                          self.tensions, self.rho, self.lengths, self.attach, self.masses,
+                          float(self.system.gravity), bool(self.tilt), p, pull)
+        return self._from_ground(reference, times, p, pull)
+
+    def _formation_numpy(self, reference, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_formation`` in NumPy expressions (the kernel's definition; tests compare them)."""
         ref = reference.sample(times)
         R_L = quat_to_matrix(ref.q)  # (k, 3, 3)
         need = ref.a - self.gravity  # force per unit load mass the cables must supply
@@ -110,6 +223,9 @@ class FormationPlanner:
         thrust = self.masses[None, :, None] * need[:, None, :] + pull
         R_i = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
         p = quad_end - (R_i @ self.attach[None, :, :, None])[..., 0]
+        return self._from_ground(reference, times, p, pull)
+
+    def _from_ground(self, reference, times, p, pull):
         rest = getattr(self, "_rest", None)
         if rest is not None and getattr(reference, "climb", None) is not None:
             # from the ground: from the resting places to the slots, the cables pulling only
@@ -142,26 +258,23 @@ class FormationPlanner:
     def slot_plans(self, t: float, reference) -> list[UavTrajectory]:
         """Every quadrotor's slot in the formation over the horizon from ``t`` (reference
         only: no state)."""
+        return self.slots_and_sample(t, reference)[0]
+
+    def slots_and_sample(self, t: float, reference) -> tuple[list[UavTrajectory],
+                                                              LoadReferenceSample]:
+        """``slot_plans`` and the reference at the horizon's nodes (sampled once for both:
+        the derivatives' stencil holds the nodes)."""
         times = node_times(t)
-        h = _FD_STEP
-        offsets = np.array([-2.0, -1.0, 0.0, 1.0, 2.0]) * h
-        stencil = (times[:, None] + offsets[None, :]).ravel()
-        p, pull = self._formation(reference, stencil)
-        k = times.size
-        p = p.reshape(k, 5, -1, 3)
-        pull = pull.reshape(k, 5, -1, 3)
-        pm2, pm1, p0, pp1, pp2 = (p[:, s] for s in range(5))
-        v = (-pp2 + 8 * pp1 - 8 * pm1 + pm2) / (12 * h)
-        a = (-pp2 + 16 * pp1 - 30 * p0 + 16 * pm1 - pm2) / (12 * h * h)
-        j = (pp2 - 2 * pp1 + 2 * pm1 - pm2) / (2 * h**3)
-        # thrust axis z = m (a - g) + pull at the stencil's middle three points, for its rate
-        acc = np.stack([(p0 - 2 * pm1 + pm2) / h**2, a, (pp2 - 2 * pp1 + p0) / h**2], axis=1)
-        thrust = self.masses[None, None, :, None] * (acc - self.gravity) + pull[:, 1:4]
-        z = thrust / np.linalg.norm(thrust, axis=-1, keepdims=True)
-        z_dot = (z[:, 2] - z[:, 0]) / (2 * h)
-        rates = _body_rates_zero_yaw(z[:, 1], z_dot)
-        return [UavTrajectory(times, p0[:, i], v[:, i], a[:, i], j[:, i], rates[:, i])
-                for i in range(self.system.n_uavs)]
+        stencil = (times[:, None] + _FD_STEP * _STENCIL[None, :]).ravel()
+        ref = reference.sample(stencil)
+        p, pull = self._formation(reference, stencil, ref)
+        out = np.empty((5, times.size, self.system.n_uavs, 3))
+        _slot_derivatives(p, pull, self.masses, float(self.system.gravity), _FD_STEP, out)
+        slots = [UavTrajectory(times, *(np.ascontiguousarray(out[m, :, i]) for m in range(5)))
+                 for i in range(self.system.n_uavs)]
+        nodes = LoadReferenceSample(*(np.asarray(getattr(ref, f.name))[2::5]
+                                      for f in dataclasses.fields(ref)))
+        return slots, nodes
 
 
 def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:
@@ -189,3 +302,20 @@ def _body_rates_zero_yaw(z: np.ndarray, z_dot: np.ndarray) -> np.ndarray:
     rates[..., 0] = -np.sum(y * z_dot, axis=-1)
     rates[..., 1] = np.sum(x * z_dot, axis=-1)
     return rates
+
+
+def _slot_derivatives_numpy(p: np.ndarray, pull: np.ndarray, masses: np.ndarray,
+                            gravity: np.ndarray, h: float) -> tuple[np.ndarray, ...]:
+    """``_slot_derivatives`` in NumPy expressions (its definition; tests compare them)."""
+    k = p.shape[0] // 5
+    p = p.reshape(k, 5, -1, 3)
+    pull = pull.reshape(k, 5, -1, 3)
+    pm2, pm1, p0, pp1, pp2 = (p[:, s] for s in range(5))
+    v = (-pp2 + 8 * pp1 - 8 * pm1 + pm2) / (12 * h)
+    a = (-pp2 + 16 * pp1 - 30 * p0 + 16 * pm1 - pm2) / (12 * h * h)
+    j = (pp2 - 2 * pp1 + 2 * pm1 - pm2) / (2 * h**3)
+    acc = np.stack([(p0 - 2 * pm1 + pm2) / h**2, a, (pp2 - 2 * pp1 + p0) / h**2], axis=1)
+    thrust = masses[None, None, :, None] * (acc - gravity) + pull[:, 1:4]
+    z = thrust / np.linalg.norm(thrust, axis=-1, keepdims=True)
+    z_dot = (z[:, 2] - z[:, 0]) / (2 * h)
+    return p0, v, a, j, _body_rates_zero_yaw(z[:, 1], z_dot)

@@ -97,6 +97,8 @@ _EGO_VECTORS = (0, 3, 6, 9, 12, 15)
 _LOAD_VECTORS = (0, 3, 6, 9)
 _REF_VECTORS = (0, 3, 6, 9, 12)
 _PRIOR_VECTORS = (0, 3, 6, 9, 12)
+assert all(columns == tuple(range(0, 3 * len(columns), 3)) for columns in (
+    _EGO_VECTORS, _LOAD_VECTORS, _REF_VECTORS, _PRIOR_VECTORS)), "vectors lead (_turned)"
 
 FRAMES = ("world", "load-yaw")
 """Axes of the policy's inputs and outputs (the origin is the load's position either way):
@@ -118,9 +120,13 @@ def frame_axes(frame: str, load_q: np.ndarray) -> np.ndarray:
 
 
 def _turned(features: np.ndarray, columns, axes: np.ndarray) -> np.ndarray:
+    """``features`` with the vectors starting at ``columns`` (0, 3, 6, ...: the leading
+    columns) in the frame's axes, turned by one product."""
     out = features.copy()
-    for c in columns:
-        out[..., c:c + 3] = features[..., c:c + 3] @ axes
+    width = 3 * len(columns)
+    lead = features.shape[:-1]
+    out[..., :width] = (features[..., :width].reshape(*lead, len(columns), 3) @ axes
+                        ).reshape(*lead, width)
     return out
 
 
@@ -207,7 +213,7 @@ def trajectory_from_output(t: float, origin: np.ndarray, p, v, a, j, w,
     """A policy output (positions relative to ``origin``; vectors in the frame whose axes are
     ``axes``, default the world's) as a world-frame ``UavTrajectory``."""
     if axes is not None:
-        p, v, a, j, w = (np.asarray(x) @ axes.T for x in (p, v, a, j, w))
+        p, v, a, j, w = np.stack([p, v, a, j, w]) @ axes.T
     return UavTrajectory(node_times(t), np.asarray(p) + origin, v, a, j, w)
 
 
@@ -272,8 +278,7 @@ class StudentPlanner:
         self.encoders[i].push(obs)
         shared = {} if shared is None else shared
         if "slots" not in shared:
-            shared["slots"] = self.prior.slot_plans(obs.t, reference)
-            shared["sample"] = reference.sample(node_times(obs.t))
+            shared["slots"], shared["sample"] = self.prior.slots_and_sample(obs.t, reference)
         return self.encoders[i].encode(reference, shared["slots"][i], self.prior,
                                        shared["sample"])
 
