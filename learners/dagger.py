@@ -15,6 +15,7 @@ Everything random is drawn from generators seeded by the run's seed, the round a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import time
@@ -172,14 +173,38 @@ def _with_mismatch(config, mismatch: dict | None):
     return dataclasses.replace(config, mismatch=params)
 
 
-def draw_mismatch(d, n: int, rng: np.random.Generator) -> dict:
+MISMATCH_DRAWS = 50
+"""Draws of a perturbed system before giving up on finding one that can hover."""
+
+
+def draw_mismatch(d, n: int, rng: np.random.Generator, flyable=None) -> dict:
     """A perturbed system as the paper's Table 10 flew them: heavier load, shifted attachment
-    points, cables of other lengths, within the ``dagger.perturb_*`` bounds."""
-    return {"load_mass_scale": float(rng.uniform(1.0, d.perturb_load_mass)),
+    points, cables of other lengths, within the ``dagger.perturb_*`` bounds. ``flyable``
+    (mismatch -> bool): draws it refuses are drawn again (six cables of 1 m shortened by 1 cm
+    cannot reach the formation's 1.2 m spacing: no hover to start from)."""
+    for _ in range(MISMATCH_DRAWS):
+        mismatch = {
+            "load_mass_scale": float(rng.uniform(1.0, d.perturb_load_mass)),
             "attachment_offsets": rng.uniform(-d.perturb_attachment_m, d.perturb_attachment_m,
                                               (n, 3)).round(4).tolist(),
             "cable_length_deltas": rng.uniform(-d.perturb_cable_m, d.perturb_cable_m,
                                                n).round(4).tolist()}
+        if flyable is None or flyable(mismatch):
+            return mismatch
+    raise UsageError(f"dagger.perturb_*: none of {MISMATCH_DRAWS} perturbed systems of {n} "
+                     "quadrotors can hover; expected smaller perturb_load_mass, "
+                     "perturb_attachment_m or perturb_cable_m")
+
+
+def hover_possible(config, mismatch: dict) -> bool:
+    """Whether ``config``'s system perturbed by ``mismatch`` has a hover to start from."""
+    from cableload_sim.feasibility import check_hover
+
+    try:
+        check_hover(_with_mismatch(config, mismatch))
+    except UsageError:
+        return False
+    return True
 
 
 def collect_episode(task: EpisodeTask) -> dict:
@@ -560,9 +585,11 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                 tasks = []
                 for e in range(d.episodes_per_round):
                     n = int(rng.choice(d.uavs)) if d.uavs else None
-                    spec = _episode_plan(config, k, e, rng, training_system(config, n))
+                    system = training_system(config, n)
+                    spec = _episode_plan(config, k, e, rng, system)
                     perturbed = k >= d.rounds - d.perturb_rounds
-                    mismatch = (draw_mismatch(d, training_system(config, n).system.n_uavs, rng)
+                    mismatch = (draw_mismatch(d, system.system.n_uavs, rng,
+                                              functools.partial(hover_possible, system))
                                 if perturbed else None)
                     disturbed = k >= d.rounds - d.disturbance_rounds
                     tasks.append(EpisodeTask(

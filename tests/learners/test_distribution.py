@@ -9,6 +9,7 @@ import json
 import pytest
 
 from cableload_sim.cli import main
+from cableload_sim.errors import UsageError
 from cableload_sim.feasibility import check_reference
 from cableload_sim.params import ConfigError
 from learners.distribution import (
@@ -156,3 +157,24 @@ def test_named_trajectories_and_a_distribution_together_are_refused():
     with pytest.raises(ConfigError, match="dagger.perturb_rounds: expected between 0 and "
                                           "dagger.rounds"):
         train_config_from_dict({"dagger": {"rounds": 2, "perturb_rounds": 3}})
+
+
+def test_perturbed_systems_of_six_can_hover_or_are_drawn_again():
+    """Six 1 m cables shortened by a few millimetres cannot reach the formation's 1.2 m spacing
+    (no hover to start from); such draws are drawn again, and every draw kept can hover."""
+    import numpy as np
+
+    from learners.config import DaggerConfig
+    from learners.dagger import _system_config, draw_mismatch, hover_possible
+
+    six = _system_config("paper", 6)
+    d = DaggerConfig(perturb_load_mass=1.5, perturb_attachment_m=0.03, perturb_cable_m=0.035)
+    refused = [m for m in (draw_mismatch(d, 6, np.random.default_rng(s)) for s in range(40))
+               if not hover_possible(six, m)]
+    assert refused  # the unchecked draws include systems that cannot hover
+    rng = np.random.default_rng(0)
+    draws = [draw_mismatch(d, 6, rng, lambda m: hover_possible(six, m)) for _ in range(10)]
+    assert all(hover_possible(six, m) for m in draws)
+    never = DaggerConfig(perturb_cable_m=0.035)
+    with pytest.raises(UsageError, match="none of 50 perturbed systems of 6"):
+        draw_mismatch(never, 6, np.random.default_rng(0), lambda m: False)
