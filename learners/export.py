@@ -39,7 +39,8 @@ SPECIALISTS = {3: SHIPPED_POLICY, 4: POLICIES / "paper-eight-medium-n4",
                6: POLICIES / "paper-eight-medium-n6"}
 """Students trained on eight-medium (``learners/configs/paper-eight-medium.toml``, with
 ``dagger.uavs = [n]`` for n other than 3), by number of quadrotors."""
-GENERALIST_POLICIES = {3: POLICIES / "generalist-n3", 4: POLICIES / "generalist-n4"}
+GENERALIST_POLICIES = {3: POLICIES / "generalist-n3", 4: POLICIES / "generalist-n4",
+                       6: POLICIES / "generalist-n6"}
 """Generalists by number of quadrotors, trained on a distribution of references
 (``learners/configs/generalist.toml``)."""
 
