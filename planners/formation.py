@@ -157,6 +157,28 @@ def _slot_derivatives(p, pull, masses, gravity, h, out):
             out[4, k, i, 2] = 0.0
 
 
+_KERNELS_READY = False
+
+
+def load_kernels() -> None:
+    """Compile the formation's kernels, or load them from numba's cache, once per process: when
+    the first formation (or student) planner is made, not in its first decision (a first
+    compile takes seconds, and a planner node's first plans are due at once)."""
+    global _KERNELS_READY
+    if _KERNELS_READY:
+        return
+    k, n = 5, 3
+    p, pull = np.zeros((k, n, 3)), np.zeros((k, n, 3))
+    q = np.zeros((k, 4))
+    q[:, 0] = 1.0
+    rows = np.zeros((n, 3))
+    _formation_points(np.zeros((k, 3)), np.zeros((k, 3)), q, rows + [1.0, 0.0, 1.0], np.ones(n),
+                      rows, np.ones(n), rows, np.ones(n), 9.81, True, p, pull)
+    pull[..., 2] = 1.0
+    _slot_derivatives(p, pull, np.ones(n), 9.81, _FD_STEP, np.empty((5, 1, n, 3)))
+    _KERNELS_READY = True
+
+
 class FormationPlanner:
     """Centralized only in name: each quadrotor's plan uses the reference alone."""
 
@@ -177,6 +199,7 @@ class FormationPlanner:
         self.masses = np.array([q.mass for q in system.quadrotors], dtype=float)
         self.gravity = np.array([0.0, 0.0, -system.gravity])
         self._rest = None
+        load_kernels()
 
     def reset(self) -> None:
         self._rest = None
