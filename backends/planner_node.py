@@ -51,6 +51,7 @@ to 0.46 s apart and the queues ran dry 0-4 times each (session 6; none at real-t
 0.5). Each node reports its gaps between sends at exit (``PlannerNode.summary``). The student
 flies as well with the longer latency (0.019 m against 0.022 m on the embedded backend)."""
 
+
 # Hermite bases on s in [0, 1]: rows are basis functions, columns the coefficients of s^0..s^5
 _QUINTIC = np.array([  # p0, h v0, h^2 a0, h^2 a1, h v1, p1
     [1, 0, 0, -10, 15, -6], [0, 1, 0, -6, 8, -3], [0, 0, 0.5, -1.5, 1.5, -0.5],

@@ -55,12 +55,11 @@ TRACKS_DIR = Path(__file__).resolve().parent / "tracks"
 ORIENTATION_MODES = ("constant", "zero-sideslip", "oscillating")
 
 
-
 class Horner:
-    """A polynomial evaluated by Horner's rule, as ``numpy.polynomial.Polynomial`` evaluates
-    it (the same operations in the same order, so the same values) without its domain mapping
-    and checks, which cost several times the evaluation on a few hundred times (the student
-    samples the reference at every decision)."""
+    """A polynomial evaluated by Horner's rule as ``numpy.polynomial.Polynomial`` evaluates it
+    (the same operations in the same order, so the same values), without its domain mapping
+    and checks: on the hundred-odd times a student decision samples, those cost several times
+    the evaluation itself."""
 
     def __init__(self, polynomial: Polynomial):
         self.coef = tuple(float(c) for c in polynomial.coef)
