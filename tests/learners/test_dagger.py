@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from learners.config import ConfigError, load_train_config, train_config_from_dict
-from learners.dagger import EpisodeTask, RayExecutor, betas, collect_episode, train
+from learners.dagger import EpisodeTask, betas, collect_episode, train
 from learners.store import RunStore
 
 TINY = {
@@ -127,26 +127,11 @@ def test_collected_samples_label_every_quadrotor_every_decision():
     np.testing.assert_array_equal(again["arrays"]["target"], arrays["target"])
 
 
-@pytest.mark.timeout(300)
-def test_ray_executor_runs_tasks_on_a_local_instance():
-    pytest.importorskip("ray")
-    executor = RayExecutor(num_cpus=2)
-    try:
-        assert [list(b) for b in executor.map(betas, [1, 2, 3])] == [[0.0], [0.0, 1.0],
-                                                                      [0.0, 0.5, 1.0]]
-        result = executor.map(collect_episode, [tiny_task(seed=2)])[0]
-        assert result["status"] == "completed" and len(result["arrays"]["t"]) == 60
-    finally:
-        import ray
-
-        ray.shutdown()
-
-
 @pytest.mark.timeout(600)
 def test_ray_and_the_process_pool_collect_the_same_data_for_the_same_seed(tmp_path):
     """Two rounds of two episodes each (the second round half student), on the local process
-    pool and on a local Ray instance of two workers: every shard and the trained weights are
-    the same bit for bit."""
+    pool and on a local Ray instance of two workers (``RayExecutor``): every shard and the
+    trained weights are the same bit for bit."""
     pytest.importorskip("ray")
     import torch
 
