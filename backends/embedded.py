@@ -85,6 +85,10 @@ class EmbeddedBackend:
         truth = self.sim.world_state()
         return truth if self.sensors is None else self.sensors.observe(truth)
 
+    def onboard_estimate(self):
+        """Each quadrotor's onboard estimate (``Simulator.onboard_estimate``), or None."""
+        return self.sim.onboard_estimate()
+
     def send(self, uav: int, trajectory: UavTrajectory) -> None:
         """Hand ``trajectory`` to quadrotor ``uav``'s link: it arrives now (link off), later, or
         never."""

@@ -53,6 +53,8 @@ class PlanRecord:
 class EpisodeLogger(Protocol):
     """Receives an episode as it happens (e.g. a run-log writer); every call may write.
 
+    A logger with ``onboard_estimate(t, p, q, v)`` receives, each period, the quadrotors'
+    onboard estimates when the backend has them (``onboard_estimate()``, ``[imu]`` on).
     A logger may also have ``observed(state: WorldState)``: it then receives the state each
     plan was made from, as the planner observed it (the samples are the true state).
     """
@@ -132,10 +134,16 @@ def run_episode(
 
         bar = tqdm(total=n_periods, desc=f"{planner.name}", unit="plan", leave=False)
     log_observed = getattr(logger, "observed", None)
+    log_onboard = getattr(logger, "onboard_estimate", None)
+    onboard_of = getattr(backend, "onboard_estimate", None)
     for k in range(n_periods):
         replaced_before = guard.replaced
         if log_observed is not None:
             log_observed(state)
+        if log_onboard is not None and onboard_of is not None:
+            estimate = onboard_of()
+            if estimate is not None:
+                log_onboard(state.t, *estimate)
         trajectories = [
             guard.check(i, traj, state)
             for i, traj in enumerate(planner.plan(state, reference))

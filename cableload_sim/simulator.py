@@ -227,6 +227,17 @@ class Simulator:
     def world_state(self) -> WorldState:
         return world_state_from(self.x, self.model, self.n, self.time)
 
+    def onboard_estimate(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Each quadrotor's onboard state estimate as of its controller's last update:
+        position (n, 3), attitude (n, 4) and world velocity (n, 3); None without ``[imu]`` or
+        before the first update."""
+        if not self.config.imu.enabled or not np.all(self.ctrl[:, layout.CS_EST_READY] > 0.0):
+            return None
+        c = self.ctrl
+        return (c[:, layout.CS_EST_POS : layout.CS_EST_POS + 3].copy(),
+                c[:, layout.CS_EST_QUAT : layout.CS_EST_QUAT + 4].copy(),
+                c[:, layout.CS_EST_VEL : layout.CS_EST_VEL + 3].copy())
+
     def statistics(self) -> SimulatorStats:
         st = self.stats
         steps = max(st[layout.ST_STEPS], 1.0)

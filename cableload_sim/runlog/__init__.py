@@ -13,6 +13,9 @@ both, plus a few topics of the simulator's own:
 - ``/cableload/observed/load/odometry`` and ``/cableload/observed/<quad>/odometry``:
   ``nav_msgs/Odometry``, every plan: the state the plan was made from, as the planner observed
   it (with ``[sensing]`` on, the filters' estimate; the other topics hold the true state);
+- ``/cableload/onboard/<quad>/odometry``: ``nav_msgs/Odometry``, every plan, with ``[imu]`` on:
+  the quadrotor's onboard estimate its controller flies on, as of its last update (angular
+  velocity not estimated: zero);
 - ``/cableload/config``: ``std_msgs/String`` (JSON, latched), once at the start;
 - ``/cableload/metrics``: ``std_msgs/String`` (JSON, latched), once at the end.
 

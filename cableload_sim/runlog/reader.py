@@ -38,6 +38,7 @@ from cableload_sim.runlog.topics import (
     OBSERVED_LOAD_TOPIC,
     OBSERVED_ODOMETRY_TOPIC,
     ODOMETRY_TOPIC,
+    ONBOARD_ESTIMATE_TOPIC,
     STATE_TOPIC,
     TENSION_TOPIC,
     TRAJECTORY_TOPIC,
@@ -99,6 +100,20 @@ class LoggedPlan(NamedTuple):
     trajectories: list[UavTrajectory | None]
 
 
+@dataclass
+class OnboardEstimates:
+    """The quadrotors' onboard estimates (``[imu]``) at K plan times."""
+
+    t: np.ndarray
+    """Times (s), shape (K,)."""
+    p: np.ndarray
+    """Positions (K, n, 3), world."""
+    q: np.ndarray
+    """Attitudes (K, n, 4), w, x, y, z."""
+    v: np.ndarray
+    """Velocities (K, n, 3), world."""
+
+
 @dataclass(frozen=True)
 class RunLog:
     """An episode read back from a bag."""
@@ -127,6 +142,8 @@ class RunLog:
     observed: WorldSamples | None = None
     """The states the plans were made from, as the planners observed them, at the plan times
     (rotor speeds and tensions NaN); None if not recorded."""
+    onboard: OnboardEstimates | None = None
+    """The quadrotors' onboard estimates at the plan times (``[imu]``); None if not recorded."""
 
     @property
     def status(self) -> str | None:
@@ -189,7 +206,8 @@ def read_run(path) -> RunLog:
                                              relative=info.get("format") != FORMAT)
     plans = _plans(by_topic, quad_names, origin)
     return RunLog(path, samples, ref_p, ref_q, plans, info.get("config"), metrics, system,
-                  quad_names, info, indexed, origin, _observed(by_topic, quad_names, origin))
+                  quad_names, info, indexed, origin, _observed(by_topic, quad_names, origin),
+                  _onboard(by_topic, quad_names, origin))
 
 
 def require_samples(run: RunLog) -> RunLog:
@@ -439,6 +457,20 @@ def _observed(by_topic: dict, quad_names: list[str], origin: int) -> WorldSample
         uav_v=np.einsum("knij,knj->kni", quat_to_matrix(uav_q), uav_v_body),
         uav_omega=np.stack([q.at(times, "omega") for q in quads], axis=1),
         rotor_speeds=np.full((k, n, 4), np.nan), cable_tension=np.full((k, n), np.nan))
+
+
+def _onboard(by_topic: dict, quad_names: list[str], origin: int) -> OnboardEstimates | None:
+    """The onboard estimates at the first quadrotor's stamps, when every one's were recorded."""
+    quads = [_odometry_series(by_topic.get(ONBOARD_ESTIMATE_TOPIC.format(quad=q)))
+             for q in quad_names]
+    if not quads or any(q is None for q in quads):
+        return None
+    times = quads[0].stamps
+    uav_q = np.stack([q.attitude_at(times, "q") for q in quads], axis=1)
+    v_body = np.stack([q.at(times, "v_body") for q in quads], axis=1)
+    return OnboardEstimates(t=(times - origin) / 1e9,
+                            p=np.stack([q.at(times, "p") for q in quads], axis=1), q=uav_q,
+                            v=np.einsum("knij,knj->kni", quat_to_matrix(uav_q), v_body))
 
 
 def _finite_differences(t: np.ndarray, p: np.ndarray, q: np.ndarray):

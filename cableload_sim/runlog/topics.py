@@ -21,6 +21,7 @@ LOAD_REFERENCE_TOPIC = "/cableload/load/reference"
 TENSION_TOPIC = "/cableload/cable_tension"
 OBSERVED_LOAD_TOPIC = "/cableload/observed/load/odometry"
 OBSERVED_ODOMETRY_TOPIC = "/cableload/observed/{quad}/odometry"
+ONBOARD_ESTIMATE_TOPIC = "/cableload/onboard/{quad}/odometry"
 CONFIG_TOPIC = "/cableload/config"
 METRICS_TOPIC = "/cableload/metrics"
 

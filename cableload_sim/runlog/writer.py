@@ -35,6 +35,7 @@ from cableload_sim.runlog.topics import (
     OBSERVED_ODOMETRY_TOPIC,
     ODOMETRY,
     ODOMETRY_TOPIC,
+    ONBOARD_ESTIMATE_TOPIC,
     POSE_STAMPED,
     QUAD_STATE,
     REFERENCE,
@@ -135,6 +136,7 @@ class RunLogWriter:
         if config is not None and not isinstance(config, dict):
             config = config.to_dict()
         self.config = config
+        self._onboard = bool((config or {}).get("imu", {}).get("enabled", False))
         self.quad_names = list(quad_names) if quad_names is not None else None
         self.flush_period_s = float(flush_period_s)
         self.fsync = fsync
@@ -177,6 +179,8 @@ class RunLogWriter:
                 self._add(ODOMETRY_TOPIC.format(quad=quad), ODOMETRY)
                 self._add(TRAJECTORY_TOPIC.format(quad=quad), REFERENCE)
                 self._add(OBSERVED_ODOMETRY_TOPIC.format(quad=quad), ODOMETRY)
+                if self._onboard:
+                    self._add(ONBOARD_ESTIMATE_TOPIC.format(quad=quad), ODOMETRY)
             self._add(OBSERVED_LOAD_TOPIC, ODOMETRY)
             self._add(LOAD_POSE_TOPIC, POSE_STAMPED)
             self._add(LOAD_ODOMETRY_TOPIC, ODOMETRY)
@@ -240,6 +244,28 @@ class RunLogWriter:
                 self._write(topic, stamp, msg.odometry(
                     self._header(topic, stamp), f"{quad}/body", state.uav_p[i].tolist(),
                     state.uav_q[i].tolist(), v_body.tolist(), state.uav_omega[i].tolist()))
+
+    def onboard_estimate(self, t: float, p: np.ndarray, q: np.ndarray, v: np.ndarray) -> None:
+        """The quadrotors' onboard estimates (``[imu]``) at time ``t``: positions (n, 3),
+        attitudes (n, 4), world velocities (n, 3). Written only when the config given to the
+        writer has ``[imu]`` on (the topics are registered at the start)."""
+        self._check_open()
+        if not self._onboard:
+            return
+        n = len(self.quad_names)
+        p, q, v = (np.asarray(x, dtype=float) for x in (p, q, v))
+        if p.shape != (n, 3) or q.shape != (n, 4) or v.shape != (n, 3):
+            raise ValueError(f"onboard_estimate: expected ({n}, 3), ({n}, 4), ({n}, 3) arrays, "
+                             f"got {p.shape}, {q.shape}, {v.shape}")
+        stamp = ros_time_ns(t)
+        msg = self._msg
+        with self._disk():
+            for i, quad in enumerate(self.quad_names):
+                v_body = quat_to_matrix(q[i]).T @ v[i]
+                topic = ONBOARD_ESTIMATE_TOPIC.format(quad=quad)
+                self._write(topic, stamp, msg.odometry(
+                    self._header(topic, stamp), f"{quad}/body", p[i].tolist(), q[i].tolist(),
+                    v_body.tolist(), [0.0, 0.0, 0.0]))
 
     def samples(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None:
         """Samples with the load reference at the same times; flushes every simulated second."""
