@@ -34,23 +34,33 @@ def within(value: float, reference: float, factor: float) -> bool:
     return value <= reference * factor
 
 
-@pytest.mark.parametrize("queue", ["stock", "replace"])
-def test_teacher_through_the_gazebo_backend_flies_as_on_the_embedded_one(ros_graph, queue):
+@pytest.mark.parametrize("queue,factor", [("stock", 0.5), ("replace", 1.0)])
+def test_teacher_through_the_gazebo_backend_flies_as_on_the_embedded_one(ros_graph, queue,
+                                                                           factor):
     """At most 25 % worse than on the embedded backend. Against the stock pilot it flies
     better (by 15-30 % in 12 s runs): the teacher's plans fly better when they take effect
     0.1 s after they were made, as that pilot's queue makes them (so they do on the embedded
-    simulator with plans delayed so), hence no lower bound near 1."""
-    ros_graph.cableload("world", "world", "--real-time-factor", "1", "--pilot-queue", queue)
+    simulator with plans delayed so), hence no lower bound near 1.
+
+    The stock pilot's queue runs dry when a plan is more than its margin late, so that case
+    runs at half real time: in a clean CI run of session 6, with the VM at about half its
+    usual speed (the whole suite 10.4 min), the queues ran dry 7-9 times in 12 s at real-time
+    factor 1 and the teacher flew 0.30 m. The replacing queue takes every whole plan (2 s
+    long) and runs in real time."""
+    ros_graph.cableload("world", "world", "--real-time-factor", str(factor), "--pilot-queue",
+                        queue)
     live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration",
                     DURATION, "--pilot-queue", queue)
     embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION)
     assert live["status"] == "completed", (live, ros_graph.log("world"))
     assert live["rejected_plans"] == 0  # no reference refused by the pilot
-    assert live["real_time_factor"] <= 1.05  # paced: never faster than asked (slower if starved)
+    # paced: never faster than asked (slower if starved)
+    assert live["real_time_factor"] <= 1.05 * factor
     # 1.35: over 12 s the orientation ratio has been measured up to 1.25 (replace queue, drag
     # on), so 1.25 failed by 0.1 % once in a clean CI run
     for key in ("rmse_position_m", "rmse_orientation_deg"):
-        assert 0.5 * embedded[key] <= live[key] <= 1.35 * embedded[key], (key, live, embedded)
+        assert 0.5 * embedded[key] <= live[key] <= 1.35 * embedded[key], (
+            key, live, embedded, ros_graph.log("world"))
     ros_graph.stop()
     assert world_rejections(ros_graph) == 0, ros_graph.log("world")
     if queue == "replace":  # every plan whole: nothing short of a 1.8 s stall empties it
