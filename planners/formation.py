@@ -69,7 +69,10 @@ def _formation_points(ref_p, ref_a, ref_q, directions, tensions, rho, lengths, a
                       gravity, tilt, out_p, out_pull):
     """``FormationPlanner._formation`` at every reference sample (the NumPy expressions of
     ``_formation_numpy`` point by point: every student decision computes the prior, and
-    NumPy's per-call cost on a few hundred small vectors was most of a decision's time)."""
+    NumPy's per-call cost on a few hundred small vectors was most of a decision's time). The
+    rotation matrix is written out, not taken from ``kernels.jit.quat_to_rot``: that one
+    scales by 2 / |q|^2 where ``quat_to_matrix`` normalizes first, and numba caches this
+    function on this file alone, so a helper of another module could run stale."""
     R = np.empty((3, 3))
     M = np.empty((3, 3))
     for k in range(ref_p.shape[0]):

@@ -135,7 +135,7 @@ def _attitude_error(a, ka, b, kb):
     """The body rotation vector log(a^-1 (x) b) of quaternions a[ka:ka+4], b[kb:kb+4], the
     short way round."""
     w, x, y, z = quat_product(a[ka], -a[ka + 1], -a[ka + 2], -a[ka + 3],
-                          b[kb], b[kb + 1], b[kb + 2], b[kb + 3])
+                              b[kb], b[kb + 1], b[kb + 2], b[kb + 3])
     if w < 0.0:
         w = -w
         x = -x
