@@ -57,6 +57,10 @@ def plan_piece(traj: UavTrajectory, start: float, end: float, step: float) -> Ua
     return UavTrajectory(times, out["p"], out["v"], out["a"], out["j"], out["w"])
 
 
+MARGIN_S = 0.1
+"""A stock pilot's piece of plan reaches this far past one planner period (s; see above)."""
+
+
 class StockQueue:
     """What a client knows of a stock pilot's queue (ROS times, s): where it ends after what was
     sent, and the references the pilot rejected, detected from its telemetry.
@@ -106,7 +110,7 @@ class AgirosClient:
     """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
 
     def __init__(self, quad: str, queue: str = "stock", period_s: float = 0.1,
-                 margin_s: float = 0.1, resample_s: float = 0.01):
+                 margin_s: float = MARGIN_S, resample_s: float = 0.01):
         if queue not in QUEUE_MODES:
             raise ValueError(f"pilot queue: expected one of {QUEUE_MODES}, got {queue!r}")
         rospy = ros1.rospy()

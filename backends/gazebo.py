@@ -19,6 +19,9 @@ quadrotors flying the Agilicious pilot, or ``cableload world``).
   recorded meanwhile (at the load's stamps). A clock that stops for ``timeout_s``
   of wall time, or a master that stops answering, ends it: ``health()`` is then not ok and the
   runner ends the episode with ``backend_failed`` and the reason.
+- ``reset`` leaves the world paused once the system has settled in hover; the first ``advance``
+  unpauses it. The first plans (the backend's own, or those of planner nodes) are made while
+  nothing moves, as on the embedded backend, and the episode starts where its clock stood.
 """
 
 from __future__ import annotations
@@ -269,6 +272,7 @@ class GazeboBackend:
         self._clock_sub = rospy.Subscriber("/clock", m.Clock, self._on_clock, queue_size=10)
         self.pub_horizon = rospy.Publisher(ros1.LOAD_HORIZON_TOPIC, m.Reference, queue_size=2)
         self._failure: str | None = None
+        self._unpause = None  # set while the world is paused for the first plans
         self._period_end = 0.0
         self._last_sample = 0.0
         self.t0 = 0.0
@@ -358,12 +362,30 @@ class GazeboBackend:
             client.command("start")
             client.command("force_hover")
         self._settle()
+        # the first plans are made with the world paused (unpaused by the first advance): the
+        # system does not drift while they are made, and a world in lockstep (which waits one
+        # period after each plan's arrival for the next) receives every plan at its decision
+        pause()
+        self._await_still_clock()
+        self._unpause = unpause
         ros1.freeze_heap()  # no full garbage collection stalls the episode mid-flight
         self.t0 = self.clock
+        self._wait_state(self.t0)
         self.observer.t0 = self.t0
         self._period_end = self.t0
         self._last_sample = self.t0  # samples from the episode's start on
         return self.observe()
+
+    def _await_still_clock(self, still_s: float = 0.1, limit_s: float = 2.0) -> None:
+        """After a pause: wait until the clock has stood still for ``still_s`` of wall time (a
+        world finishes the step it is in, and a paused Gazebo may go on publishing its
+        unchanged clock)."""
+        start = since = time.monotonic()
+        last = self.clock
+        while time.monotonic() - since < still_s and time.monotonic() - start < limit_s:
+            time.sleep(0.005)
+            if self.clock != last:
+                last, since = self.clock, time.monotonic()
 
     def _settle(self, still_speed: float = 0.05, still_for: float = 0.3) -> None:
         """Wait (world time) until every quadrotor has been still for ``still_for`` s."""
@@ -385,6 +407,17 @@ class GazeboBackend:
     def observe(self) -> WorldState:
         return self.observer.state()
 
+    @property
+    def paused_for_first_plans(self) -> bool:
+        """Whether the world is paused for the episode's first plans (until ``advance``)."""
+        return self._unpause is not None
+
+    @property
+    def decision_time(self) -> float:
+        """Episode time of the current decision: the start of the planner period that the next
+        ``advance`` ends (the state observed may be a little newer)."""
+        return self._period_end - self.t0
+
     def send(self, uav: int, trajectory: UavTrajectory) -> None:
         if not 0 <= uav < len(self.clients):
             raise IndexError(f"uav index {uav} out of range for {len(self.clients)} quadrotors")
@@ -405,9 +438,15 @@ class GazeboBackend:
                                                              self.t0))
 
     def advance(self) -> WorldSamples:
+        if self._unpause is not None:  # the first plans are out: the world runs again
+            self._unpause()
+            self._unpause = None
+            with self._clock_cond:
+                self._clock_wall = time.monotonic()  # its clock stood still on purpose
         self._period_end += self.planner_period_s
-        if self._failure is None and self._wait_clock(self._period_end,
-                                                      "waiting for the planner period to end"):
+        if self._failure is None and self._wait_clock(
+                self._period_end - ros1.DECISION_EPS * self.planner_period_s,
+                "waiting for the planner period to end"):
             self._wait_state(self._period_end)
         t_to = min(self.observer.latest_time() or self._last_sample, self._period_end)
         samples = self.observer.samples(self._last_sample, t_to)

@@ -27,7 +27,7 @@ import numpy as np
 
 from backends import ros1
 from backends.agiros import AgirosClient
-from backends.gazebo import WorldObserver, _Stream, init_node
+from backends.gazebo import STATE_WAIT_S, WorldObserver, _Stream, init_node
 from cableload_sim.horizon import node_offsets
 from cableload_sim.params import Config
 from cableload_sim.rotations import quat_multiply
@@ -39,6 +39,12 @@ from planners.base import PlanGuard
 HORIZON_S = float(node_offsets()[-1])
 LOOK_BACK_S = 0.05
 """How far before its decision time a planner reads the reference (finite differences)."""
+NEW_EPISODE_GAP_S = 1.0
+"""A reference horizon this long (s, ROS time) after the previous one starts a new episode (an
+episode publishes one every planner period, and an empty one at its end)."""
+FIRST_PLAN_WAIT_S = 30.0
+"""How long (wall s) an episode with planner nodes waits, with the world paused, for every
+node's first plan (a node may still be loading its policy)."""
 STUDENT_MARGIN_S = 0.15
 """How far past one planner period a student node's piece of plan reaches for a stock pilot
 (``AgirosClient.margin_s``; s). The client's 0.1 s suffices for one planner process, and the
@@ -163,6 +169,7 @@ class PlannerNode:
         self.reference: SampledReference | None = None
         self.plans_sent = 0
         self.skipped = 0
+        self.stale = 0  # plans made from states older than their decision time
         self.plan_times: list[float] = []
         self.send_gaps: list[float] = []  # between plans leaving, on the world's clock (s)
         self._last_sent: float | None = None
@@ -186,9 +193,12 @@ class PlannerNode:
             self.clients[self.uav].on_state = self._on_own_state
             self._subscribers.append(rospy.Subscriber(ros1.LOAD_POSE_TOPIC, m.PoseStamped,
                                                       self._on_load_pose, queue_size=10))
-        # decisions on the world's clock: every time it crosses a multiple of the period (a
-        # rospy.Timer on simulated time was measured to skip or double ticks, and a skipped
-        # plan drains a stock pilot's queue)
+        # decisions on the world's clock: the episode's first one when its first reference
+        # horizon arrives (the world is paused for it), then every time the clock crosses one
+        # more period after it (a rospy.Timer on simulated time was measured to skip or double
+        # ticks, and a skipped plan drains a stock pilot's queue)
+        self._anchor: float | None = None  # ROS time of the episode's first decision
+        self._last_horizon: float | None = None  # stamp of the newest reference horizon
         self._decision = -1
         self._due = threading.Event()
         self._stop = threading.Event()
@@ -201,11 +211,22 @@ class PlannerNode:
     def _on_horizon(self, msg) -> None:
         if not msg.points:  # the episode is over: send nothing more (the pilots will hover)
             self.reference = None
+            self._anchor = self._last_horizon = None
             self._last_sent = None
             for client in self.clients.values():
                 client.reset_queue()
             return
         self.reference = SampledReference(ros1.load_setpoints_arrays(msg))
+        stamp, last = msg.header.stamp.to_sec(), self._last_horizon
+        self._last_horizon = stamp
+        if self._anchor is not None and last is not None and stamp - last < NEW_EPISODE_GAP_S:
+            periods = (stamp - self._anchor) / self.period_s
+            if abs(periods - round(periods)) < 1e-3:
+                return
+        # an episode starts (or one whose end was missed was replaced): decide now
+        self._anchor = stamp
+        self._decision = 0
+        self._due.set()
 
     def _on_load_pose(self, msg) -> None:
         q = ros1.wxyz(msg.pose.orientation)
@@ -230,7 +251,10 @@ class PlannerNode:
                                    self.system.quadrotors[self.uav].attachment)
 
     def _on_clock(self, msg) -> None:
-        decision = int(np.floor(msg.clock.to_sec() / self.period_s + 1e-9))
+        anchor = self._anchor
+        if anchor is None:
+            return
+        decision = ros1.decision_index(msg.clock.to_sec() - anchor, self.period_s)
         if decision > self._decision:
             if self._due.is_set():
                 self.skipped += 1  # the previous plan is still being made
@@ -243,12 +267,32 @@ class PlannerNode:
                 self._due.clear()
                 self.plan_once()
 
+    def _await_states(self, t: float) -> None:
+        """Wait (``STATE_WAIT_S`` of wall time at most) until what this node plans from is known
+        at the decision time ``t``: the world publishes the states of a time before its clock
+        reaches it, but over other connections, which may deliver them a little later."""
+        deadline = time.monotonic() + STATE_WAIT_S
+        while time.monotonic() < deadline:
+            if self.uav is not None:
+                newest = [stream.latest() for stream in (self._own, self._load)]
+                known = None if None in newest else min(item[0] for item in newest)
+            else:
+                known = self.observer.latest_time()
+            if known is not None and known >= t - 1e-9:
+                return
+            time.sleep(0.0005)
+
     def plan_once(self) -> bool:
         """Plan and send once; False when there is nothing to plan from yet."""
         reference = self.reference
         if reference is None:
             return False
         start = time.perf_counter()
+        anchor = self._anchor
+        if anchor is None:
+            return False
+        decided = anchor + self._decision * self.period_s
+        self._await_states(decided)
         if self.uav is not None:
             obs = self._observation()
             if obs is None or not reference.covers(obs.t - LOOK_BACK_S, obs.t + HORIZON_S):
@@ -266,6 +310,8 @@ class PlannerNode:
             state_t, positions = state.t, dict(enumerate(state.uav_p))
         if self.reference is None:  # the episode ended while this plan was made
             return False
+        if state_t < decided - 1e-9:
+            self.stale += 1
         now = ros1.rospy().get_time()
         stand_in = _PositionOnly(state_t, positions, self.system.n_uavs)
         for i, plan in plans.items():
@@ -281,7 +327,8 @@ class PlannerNode:
         """Plans sent and skipped, the time to make one, and the gaps between sends on the
         world's clock: a gap over one period plus the client's margin empties a stock pilot's
         queue."""
-        text = f"{self.plans_sent} plans sent, {self.skipped} decisions skipped"
+        text = (f"{self.plans_sent} plans sent, {self.skipped} decisions skipped, {self.stale} "
+                f"made from states older than their decision")
         if self.plan_times:
             ms = 1e3 * np.asarray(self.plan_times)
             text += (f"; making one: median {np.median(ms):.1f} ms, 99th percentile "
@@ -351,6 +398,7 @@ class NodePlanners:
     publish (``report``)."""
 
     name = "nodes"
+    warm_up = False  # nothing to compile here, and the nodes plan first with the world paused
 
     def __init__(self, backend):
         rospy = ros1.rospy()
@@ -372,7 +420,12 @@ class NodePlanners:
         self.received = [0] * len(self.received)
 
     def plan(self, state: WorldState, reference) -> list:
-        self.backend.publish_reference(reference, state.t)
+        # stamped with the decision's time: nodes decide every period from the first one
+        self.backend.publish_reference(reference, self.backend.decision_time)
+        if self.backend.paused_for_first_plans:  # wait for every node's first plan
+            deadline = time.monotonic() + FIRST_PLAN_WAIT_S
+            while not all(self.received) and time.monotonic() < deadline:
+                time.sleep(0.002)
         return []
 
     def report(self) -> dict:

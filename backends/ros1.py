@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
+import math
 import os
 import sys
 import types
@@ -70,6 +71,15 @@ PAUSE_PHYSICS = "/gazebo/pause_physics"
 UNPAUSE_PHYSICS = "/gazebo/unpause_physics"
 SET_MODEL_STATE = "/gazebo/set_model_state"
 MODEL_NAME = "multilift"
+DECISION_EPS = 1e-6
+"""Tolerance, in planner periods, of a ROS time on a multiple of the period (above the
+nanoseconds of a ROS stamp and the rounding of a float clock)."""
+
+
+def decision_index(ros_time: float, period_s: float) -> int:
+    """The newest planner decision at ``ros_time``: planners decide when the world's clock
+    reaches a multiple of their period (nodes, the gazebo backend, a world in lockstep)."""
+    return math.floor(ros_time / period_s + DECISION_EPS)
 
 
 def freeze_heap() -> None:
@@ -236,8 +246,10 @@ def _service_class(context, name: str, spec):
 
 
 def stamp(t: float):
-    """``rospy.Time`` of ``t`` seconds."""
-    return rospy().Time.from_sec(max(float(t), 0.0))
+    """``rospy.Time`` of ``t`` seconds, to the nearest nanosecond (``Time.from_sec`` truncates:
+    4.9999999999 s would become 4.999999999 s and miss a planner's decision time)."""
+    ns = round(max(float(t), 0.0) * 1e9)
+    return rospy().Time(ns // 1_000_000_000, ns % 1_000_000_000)
 
 
 def header(t: float, frame: str = WORLD_FRAME):

@@ -165,7 +165,7 @@ def fly(flight: Flight, planner, *, planner_options: dict | None = None, log_pat
         scenario = Scenario(load_p=p0, load_q=q0, seed=flight.seed,
                             disturbance=flight.disturbance,
                             on_ground=starts_on_ground(flight.reference))
-        if getattr(backend, "deterministic", True) is False:
+        if getattr(backend, "deterministic", True) is False and getattr(planner, "warm_up", True):
             warm_up(planner, config, flight.reference, p0, q0)
         mae = _DerivativeMae() if derivative_mae else None
 

@@ -25,11 +25,18 @@ Pacing: real-time factor 1 by default; any other factor on request, ``0`` for as
 possible. Physics advances in slices of one state period (``state_rate_hz``); references and
 commands that arrived meanwhile take effect at the next slice, never earlier than they arrived.
 
-With ``config.link`` on, a reference is received at the start of that slice, and its
-quadrotor's ``LinkModel`` (seeded from ``WorldOptions.seed``) loses it or says when it arrives
-on board: the world runs on up to that time, the physics stepped to the arrival step and no
-further, and hands it to the pilot there; the pilot re-plans at once. The other commands (enable,
-start, land, off, force hover) do not go through the link.
+Lockstep (``WorldOptions.lockstep``, off by default): the clock also waits for the planners, as
+a simulator in lockstep with its flight software does. Once a quadrotor has been sent a
+reference, the world does not step past one planner period (``simulation.planner_rate_hz``)
+after the clock at which it arrived until the next one has. A planner that decides every period
+from its first plan on (the gazebo backend and ``cableload node`` do, and both make that first
+plan with the world paused) has the plan of each decision received at the decision's own time,
+whatever the machine's load: a flight is the same on a busy machine as on an idle one. While
+it waits, the world publishes its unchanged ``/clock`` every ``LOCKSTEP_CLOCK_S`` (as a paused
+Gazebo does), so that clients do not take it for dead. It stops waiting for a quadrotor that is
+told to land, hover or switch off, for every one when the episode publishes an empty reference
+horizon (its end), and, with a message in its log, for one whose reference has not come within
+``LOCKSTEP_WAIT_S``.
 """
 
 from __future__ import annotations
@@ -53,6 +60,23 @@ from cableload_sim.runlog import default_quad_names
 from cableload_sim.simulator import Simulator
 
 TELEMETRY_RATE_HZ = 20.0
+LOCKSTEP_WAIT_S = 5.0
+"""How long (wall s) a world in lockstep waits for one quadrotor's reference before it stops
+waiting for that quadrotor (until it is sent a reference again)."""
+EMPTY_HORIZON_BYTES = 256
+"""Longest serialized reference horizon that may be empty (a header and no setpoint; one
+setpoint alone is longer)."""
+LOCKSTEP_CLOCK_S = 0.05
+"""How often (wall s) a world in lockstep publishes its unchanged ``/clock`` while it waits."""
+
+
+def lockstep_waiting(clock: float, period_s: float, plan_clocks: list[float | None]) -> list[int]:
+    """The quadrotors a world in lockstep waits for at ROS time ``clock``: those that are
+    planning (``plan_clocks[i]``, the clock at which their newest reference arrived, is not
+    None) and whose next decision, one period after that, has come."""
+    eps = ros1.DECISION_EPS * period_s
+    return [i for i, received in enumerate(plan_clocks)
+            if received is not None and clock >= received + period_s - eps]
 
 
 @dataclass(frozen=True)
@@ -72,6 +96,8 @@ class WorldOptions:
     """How far a landing quadrotor descends before it switches off (m)."""
     seed: int = 0
     """Seed of the links' draws (``make_links``); used only with ``config.link`` on."""
+    lockstep: bool = False
+    """The clock waits at every planner decision for the references of that decision."""
 
     def __post_init__(self):
         if not np.isfinite(self.real_time_factor) or self.real_time_factor < 0.0:
@@ -117,6 +143,12 @@ class WorldNode:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._slices = 0
+        self.period_s = 1.0 / config.simulation.planner_rate_hz
+        self.plan_clocks: list[float | None] = [None] * self.n
+        """Per quadrotor, the clock at which its newest reference arrived; None while it is not
+        planning (what lockstep waits for)."""
+        self.lockstep_waits = 0
+        """Decisions at which the world in lockstep had to wait for a reference."""
         self.sim.advance(self.steps_per_slice, log=False)  # compile (or load) the kernels now,
         self.sim.world_state()  # not in the first slice a client waits for
         self._place(*self.spawn)
@@ -135,6 +167,7 @@ class WorldNode:
         for i, pilot in enumerate(self.pilots):
             pilot.hover_position = state.uav_p[i].copy()
             pilot.queue.clear()
+        self.plan_clocks = [None] * self.n
 
     @property
     def held(self) -> bool:
@@ -151,7 +184,8 @@ class WorldNode:
         rospy.set_param("/cableload/world", json.dumps({
             "quad_names": self.names, "system": dataclasses.asdict(self.config.system),
             "pilot_queue": self.options.pilot_queue, "state_rate_hz": self.options.state_rate_hz,
-            "real_time_factor": self.options.real_time_factor}))
+            "real_time_factor": self.options.real_time_factor,
+            "lockstep": self.options.lockstep}))
         self.pub_clock = rospy.Publisher("/clock", m.Clock, queue_size=10)
         self.pub_state, self.pub_odometry, self.pub_telemetry = [], [], []
         self._subscribers = []
@@ -175,6 +209,9 @@ class WorldNode:
         self.pub_load_odometry = rospy.Publisher(ros1.LOAD_ODOMETRY_TOPIC, m.Odometry,
                                                  queue_size=10)
         self.pub_tension = rospy.Publisher(ros1.TENSION_TOPIC, m.CableTension, queue_size=10)
+        # raw: only an empty horizon (the episode's end) is read, not the 2.7 s of setpoints
+        self._subscribers.append(rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, rospy.AnyMsg,
+                                                  self._on_horizon, queue_size=2))
         self._services = [
             rospy.Service(ros1.RESET_WORLD, m.EmptyService, self._srv_reset),
             rospy.Service(ros1.PAUSE_PHYSICS, m.EmptyService, self._srv_pause),
@@ -192,10 +229,22 @@ class WorldNode:
             payload = None
         self.receive(i, kind, payload)
 
+    def _on_horizon(self, raw) -> None:
+        if len(raw._buff) > EMPTY_HORIZON_BYTES:  # setpoints: the episode goes on
+            return
+        msg = ros1.messages().Reference()
+        msg.deserialize(raw._buff)
+        if not msg.points:  # the episode is over: its planners send nothing more
+            self.plan_clocks = [None] * self.n
+
     def receive(self, i: int, kind: str, payload) -> None:
         """A command for quadrotor ``i`` (``kind``: trajectory, enable, start, land, off,
         force_hover), converted from its message: node arrays of the reference in ROS time,
         the flag of enable, else None. It takes effect from the next slice on."""
+        if kind == "trajectory":
+            self.plan_clocks[i] = self.clock
+        elif kind in ("land", "off", "force_hover"):
+            self.plan_clocks[i] = None  # no more references are coming for it
         self._inbox.append((i, kind, payload))
 
     def _srv_reset(self, _request):
@@ -243,6 +292,8 @@ class WorldNode:
         counts = ", ".join(f"{p.name} {p.queue.accepted}/{p.queue.rejected}" for p in self.pilots)
         dry = ", ".join(f"{p.name} {p.ran_dry}" for p in self.pilots)
         text = f"pilot references accepted/rejected: {counts}; queue ran dry: {dry}"
+        if self.options.lockstep:
+            text += f"; lockstep waits: {self.lockstep_waits}"
         if any(p.dry_at for p in self.pilots):
             text += "; ran dry at (s): " + ", ".join(
                 f"{p.name} {' '.join(f'{t:.2f}' for t in p.dry_at)}" for p in self.pilots
@@ -282,6 +333,8 @@ class WorldNode:
                 time.sleep(0.01)
                 wall0, clock0 = time.monotonic(), self.clock
                 continue
+            if self.options.lockstep and not self._await_plans(rospy):
+                continue  # paused or stopped while waiting
             with self._lock:
                 self.step_slice()
             self.publish()
@@ -291,6 +344,33 @@ class WorldNode:
                     time.sleep(delay)
                 elif delay < -1.0:  # far behind (a slow machine): do not try to catch up
                     wall0, clock0 = time.monotonic(), self.clock
+
+    def _await_plans(self, rospy) -> bool:
+        """Lockstep: wait until every planning quadrotor's reference of the newest decision has
+        arrived (or is given up on); False when the world was paused or stopped meanwhile."""
+        waiting = lockstep_waiting(self.clock, self.period_s, self.plan_clocks)
+        if not waiting or self.held:
+            return True
+        self.lockstep_waits += 1
+        m = ros1.messages()
+        start = last_clock = time.monotonic()
+        while waiting:
+            if self._stop.is_set() or rospy.is_shutdown() or self.paused:
+                return False
+            now = time.monotonic()
+            if now - start > LOCKSTEP_WAIT_S:
+                for i in waiting:
+                    self.plan_clocks[i] = None
+                    self.messages.append(
+                        f"t={self.sim_time:.2f} s {self.names[i]}: lockstep: no reference within "
+                        f"{LOCKSTEP_WAIT_S:g} s of wall time; no longer waited for")
+                return True
+            if now - last_clock >= LOCKSTEP_CLOCK_S:
+                self.pub_clock.publish(m.Clock(clock=ros1.stamp(self.clock)))
+                last_clock = now
+            time.sleep(0.0005)
+            waiting = lockstep_waiting(self.clock, self.period_s, self.plan_clocks)
+        return True
 
     def step_slice(self) -> None:
         """Apply what arrived, give each controller its pilot's plan, advance one slice."""
@@ -397,7 +477,6 @@ class WorldNode:
     def publish(self) -> None:
         m = ros1.messages()
         t = self.clock
-        self.pub_clock.publish(m.Clock(clock=ros1.stamp(t)))
         state = self.sim.world_state()
         for i, name in enumerate(self.names):
             self.pub_state[i].publish(ros1.quad_state(
@@ -417,6 +496,8 @@ class WorldNode:
         if self._slices % self.telemetry_every == 0:
             for i in range(self.n):
                 self.pub_telemetry[i].publish(self.telemetry(i, t, state))
+        # the clock last: a planner that decides when it ticks finds that time's states sent
+        self.pub_clock.publish(m.Clock(clock=ros1.stamp(t)))
 
     def telemetry(self, i: int, t: float, state):
         m = ros1.messages()

@@ -55,8 +55,9 @@ def main() -> int:
             for i in range(3):
                 graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
                                 "--runtime", "onnx", "--policy", str(SHIPPED_POLICY), *queue)
-            graph.wait_for(lambda: len(graph.master_state()["subscribers"].get(
-                "/cableload/load/reference_horizon", [])) == 3, 120, "three student nodes")
+            graph.wait_for(lambda: len([node for node in graph.master_state()["subscribers"].get(
+                "/cableload/load/reference_horizon", []) if node.startswith("/cableload_student_")])
+                == 3, 120, "three student nodes")
             bag = Path(folder) / "nodes.bag"
             graph.start("rosbag", ["rosbag", "record", "-O", str(bag), "-e",
                                    "/quad[0-9]+/agiros_pilot/(state|odometry|trajectory)|"

@@ -392,7 +392,7 @@ def cmd_world(args) -> int:
 
     options = WorldOptions(real_time_factor=args.real_time_factor, state_rate_hz=args.state_rate,
                            mocap_rate_hz=args.mocap_rate, pilot_queue=args.pilot_queue,
-                           start_paused=args.paused, seed=args.seed)
+                           start_paused=args.paused, seed=args.seed, lockstep=args.lockstep)
     world = WorldNode(load_cli_config(args), options)
     from backends.gazebo import master_reachable, master_uri
 
@@ -400,7 +400,8 @@ def cmd_world(args) -> int:
         raise CliError(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start `roscore`")
     world.connect()
     print(f"cableload world: {world.n} quadrotors ({', '.join(world.names)}), real-time factor "
-          f"{options.real_time_factor:g}, pilot queue {options.pilot_queue}", file=sys.stderr)
+          f"{options.real_time_factor:g}{', lockstep' if options.lockstep else ''}, pilot queue "
+          f"{options.pilot_queue}", file=sys.stderr)
     try:
         world.run(duration_s=args.duration)
     except KeyboardInterrupt:
@@ -682,6 +683,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mocap-rate", type=float, default=100.0, help="load pose rate (Hz)")
     _add_pilot_queue(p)
     p.add_argument("--paused", action="store_true", help="start with the physics paused")
+    p.add_argument("--lockstep", action="store_true",
+                   help="the clock waits at every planner decision for its references (the same "
+                   "flight on a busy machine as on an idle one)")
     p.add_argument("--duration", type=float, default=None,
                    help="stop after this many seconds of world time (default: run until killed)")
     p.add_argument("--seed", type=int, default=0,
