@@ -64,8 +64,13 @@ train-generalist: venv
 	cp -r runs/train-generalist-n3/policy learners/policies/generalist-n3
 	cp runs/train-generalist-n3/training_summary.png runs/train-generalist-n3/summary.json learners/policies/generalist-n3/
 
+# two workers for the tests that do not depend on the wall clock, then those that do (a ROS
+# world in real time) alone; both parts always run, and either failing fails the target
 test: venv
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	@status=0; \
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not realtime" --durations=15 tests || status=1; \
+	$(PY) -m pytest -q -p no:cacheprovider -m realtime --durations=5 tests || status=1; \
+	exit $$status
 
 bench: venv
 	$(PY) -m pytest -q benchmarks --benchmark-enable --benchmark-only

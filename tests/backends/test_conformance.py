@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from backends import make_backend
 from backends.base import Scenario
@@ -44,6 +45,7 @@ def test_conformance_check_can_fail(paper_config):
         raise AssertionError("the check passed a backend that records nothing")
 
 
+@pytest.mark.realtime
 def test_gazebo_backend_conforms_against_cableload_world(ros_graph):
     ros_graph.cableload("world", "world", "--real-time-factor", "1")
     done = subprocess.run([sys.executable, "-m", "backends.conformance", "--backend", "gazebo"],

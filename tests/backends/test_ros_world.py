@@ -66,6 +66,7 @@ def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_on
     assert int(line.split("lockstep waits:")[1].split(";")[0]) >= 100, line
 
 
+@pytest.mark.realtime
 def test_teacher_in_real_time_through_the_replacing_pilot(ros_graph):
     """At most 35 % worse than on the embedded backend, the world paced at real time (its
     real-time factor 1, what Gazebo does): the planners' computing time counts as it would in a
@@ -174,6 +175,7 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
     assert shot.stat().st_size > 10_000
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("victim", ["world", "master"])
 def test_killing_the_world_or_the_master_ends_the_episode_as_backend_failed(ros_graph, victim):
     ros_graph.cableload("world", "world", "--real-time-factor", "1")
@@ -199,6 +201,7 @@ def test_killing_the_world_or_the_master_ends_the_episode_as_backend_failed(ros_
     assert result["sim_time_s"] < 20.0
 
 
+@pytest.mark.realtime
 def test_launch_file_runs_world_nodes_and_rosbag_for_n_quadrotors(ros_graph, tmp_path):
     """``ros/cableload/launch/multilift.launch`` with four quadrotors and a centralized planner
     node: the episode completes, ends the launch, and the recorded bag reads back."""
