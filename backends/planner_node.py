@@ -361,7 +361,7 @@ class _PositionOnly:
 
 
 def run_node(config: Config, planner, *, uav: int | None, pilot_queue: str,
-             quad_names: list[str] | None = None, wait_s: float = 30.0) -> PlannerNode:
+             quad_names: list[str] | None = None, wait_s: float = 120.0) -> PlannerNode:
     """Start a planner node in this process (after the world has set ``/use_sim_time``)."""
     node = PlannerNode(config, planner, uav=uav, quad_names=quad_names, pilot_queue=pilot_queue)
     _wait_for_sim_time(wait_s)

@@ -399,9 +399,11 @@ def cmd_world(args) -> int:
     if not master_reachable(timeout=1.0):
         raise CliError(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start `roscore`")
     world.connect()
+    onboard = f", onboard IMU and estimate (seed {options.seed})" if world.config.imu.enabled \
+        else ""
     print(f"cableload world: {world.n} quadrotors ({', '.join(world.names)}), real-time factor "
           f"{options.real_time_factor:g}{', lockstep' if options.lockstep else ''}, pilot queue "
-          f"{options.pilot_queue}", file=sys.stderr)
+          f"{options.pilot_queue}{onboard}", file=sys.stderr)
     try:
         world.run(duration_s=args.duration)
     except KeyboardInterrupt:

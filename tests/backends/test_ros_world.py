@@ -66,6 +66,27 @@ def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_on
     assert int(line.split("lockstep waits:")[1].split(";")[0]) >= 100, line
 
 
+def test_world_flies_the_onboard_imu_and_estimate(ros_graph):
+    """``[imu]`` on in the world (each quadrotor's controller flies its onboard estimate, seeded
+    from ``--seed``): the teacher in lockstep against the stock pilot flies as on the embedded
+    simulator with the same IMU and plan latency, within the spread of the noise's draws (the
+    embedded teacher: 0.0075 m / 0.86 deg and 0.0102 / 1.09 with seeds 0 and 1, against
+    0.0055 / 0.47 without the IMU)."""
+    imu = ["--set", "imu.enabled=true"]
+    ros_graph.cableload("world", "world", "--lockstep", "--seed", "3", *imu)
+    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration",
+                    DURATION, *imu)
+    ros_graph.stop()
+    assert live["status"] == "completed", (live, ros_graph.log("world"))
+    assert "onboard IMU and estimate (seed 3)" in ros_graph.log("world")
+    assert world_rejections(ros_graph) == 0, ros_graph.log("world")
+    embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION, "--seed",
+                        "3", *imu, *delayed(MARGIN_S))
+    for key in ("rmse_position_m", "rmse_orientation_deg"):
+        assert 0.5 * embedded[key] <= live[key] <= 2.0 * embedded[key], (
+            key, live, embedded, ros_graph.log("world"))
+
+
 @pytest.mark.realtime
 def test_teacher_in_real_time_through_the_replacing_pilot(ros_graph):
     """At most 35 % worse than on the embedded backend, the world paced at real time (its
