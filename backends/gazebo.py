@@ -470,6 +470,12 @@ class GazeboBackend:
                                     "pilot_rejections": sum(c.rejected for c in self.clients)})
 
     def close(self) -> None:
+        if self._unpause is not None:  # ended before its first advance: leave the world running
+            try:
+                self._unpause()
+            except Exception:  # noqa: BLE001 - a world that is gone is not paused either
+                pass
+            self._unpause = None
         if self._failure is None:
             # an empty reference horizon stops planner nodes; a plan one of them had already
             # sent lands within a planner period, before the pilots are told to hover (after,

@@ -8,14 +8,18 @@
   and the reference; publishes every quadrotor's reference.
 
 Every plan passes the ``PlanGuard`` before it leaves (no non-finite or out-of-bounds reference).
-A node plans on the world's clock (``/use_sim_time``) and only while the reference it holds
-covers its horizon: before an episode starts and after it ends (the episode then publishes an
-empty reference) it sends nothing, so the pilots hover. Once connected it exempts what it has
+A node plans on the world's clock (``/use_sim_time``): at once when an episode's first
+reference horizon arrives (the world is paused for it), then each time the clock has run one
+more planner period from there. It plans only while the reference it holds covers its horizon:
+before an episode starts and after it ends (the episode then publishes an empty reference) it
+sends nothing, so the pilots hover. Once connected it exempts what it has
 loaded from garbage collection (``ros1.freeze_heap``): a full collection stopped a student
 node for 0.1-0.4 s every few seconds, and a stock pilot's queue ran dry meanwhile.
 
 ``NodePlanners`` is the episode side: in ``cableload simulate --backend gazebo --planner nodes``
-it stands where a planner would, publishes the reference each period and plans nothing itself.
+it stands where a planner would, publishes the reference each period (stamped with the decision
+time) and plans nothing itself; at the first decision it waits, the world paused, for every
+node's first plan.
 """
 
 from __future__ import annotations
@@ -287,12 +291,12 @@ class PlannerNode:
         reference = self.reference
         if reference is None:
             return False
-        start = time.perf_counter()
         anchor = self._anchor
         if anchor is None:
             return False
         decided = anchor + self._decision * self.period_s
         self._await_states(decided)
+        start = time.perf_counter()
         if self.uav is not None:
             obs = self._observation()
             if obs is None or not reference.covers(obs.t - LOOK_BACK_S, obs.t + HORIZON_S):

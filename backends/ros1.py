@@ -77,8 +77,8 @@ nanoseconds of a ROS stamp and the rounding of a float clock)."""
 
 
 def decision_index(ros_time: float, period_s: float) -> int:
-    """The newest planner decision at ``ros_time``: planners decide when the world's clock
-    reaches a multiple of their period (nodes, the gazebo backend, a world in lockstep)."""
+    """Whole planner periods in ``ros_time`` (s), a time on a period's end counting as reached
+    up to ``DECISION_EPS`` (a planner node counts its decisions from its episode's first)."""
     return math.floor(ros_time / period_s + DECISION_EPS)
 
 

@@ -25,6 +25,12 @@ Pacing: real-time factor 1 by default; any other factor on request, ``0`` for as
 possible. Physics advances in slices of one state period (``state_rate_hz``); references and
 commands that arrived meanwhile take effect at the next slice, never earlier than they arrived.
 
+With ``config.link`` on, a reference is received at the start of that slice, and its
+quadrotor's ``LinkModel`` (seeded from ``WorldOptions.seed``) loses it or says when it arrives
+on board: the world runs on up to that time, the physics stepped to the arrival step and no
+further, and hands it to the pilot there; the pilot re-plans at once. The other commands (enable,
+start, land, off, force hover) do not go through the link.
+
 Lockstep (``WorldOptions.lockstep``, off by default): the clock also waits for the planners, as
 a simulator in lockstep with its flight software does. Once a quadrotor has been sent a
 reference, the world does not step past one planner period (``simulation.planner_rate_hz``)
@@ -241,11 +247,11 @@ class WorldNode:
         """A command for quadrotor ``i`` (``kind``: trajectory, enable, start, land, off,
         force_hover), converted from its message: node arrays of the reference in ROS time,
         the flag of enable, else None. It takes effect from the next slice on."""
+        self._inbox.append((i, kind, payload))  # first: lockstep steps on once it is noted
         if kind == "trajectory":
             self.plan_clocks[i] = self.clock
         elif kind in ("land", "off", "force_hover"):
             self.plan_clocks[i] = None  # no more references are coming for it
-        self._inbox.append((i, kind, payload))
 
     def _srv_reset(self, _request):
         with self._lock:
