@@ -285,25 +285,55 @@ def wxyz(q) -> np.ndarray:
     return np.array([q.w, q.x, q.y, q.z])
 
 
+def set_vector(msg, v) -> None:
+    """Set a ``Vector3`` or ``Point`` in place."""
+    msg.x, msg.y, msg.z = float(v[0]), float(v[1]), float(v[2])
+
+
+def set_pose(msg, p, q_wxyz) -> None:
+    """Set a ``Pose`` in place (quaternion x, y, z, w at the edge)."""
+    set_vector(msg.position, p)
+    o = msg.orientation
+    o.w, o.x, o.y, o.z = (float(c) for c in q_wxyz)
+
+
+def fill_quad_state(msg, t: float, p, q, v, omega, motors=(), acceleration=(0, 0, 0),
+                    jerk=(0, 0, 0), time_stamp=None):
+    """Set ``msg`` (an ``agiros_msgs/QuadState`` made by ``quad_state``) in place; rospy
+    serializes a message when it is published, so a publisher may reuse one. ``time_stamp``:
+    ``stamp(t)`` when the caller has it already."""
+    msg.header.stamp = stamp(t) if time_stamp is None else time_stamp
+    msg.t = float(t)
+    set_pose(msg.pose, p, q)
+    set_vector(msg.velocity.linear, v)
+    set_vector(msg.velocity.angular, omega)
+    set_vector(msg.acceleration.linear, acceleration)
+    set_vector(msg.jerk, jerk)
+    msg.motors = [float(w) for w in motors]
+    return msg
+
+
 def quad_state(t: float, p, q, v, omega, motors=(), acceleration=(0, 0, 0), jerk=(0, 0, 0)):
     """``agiros_msgs/QuadState``: world position and velocity, body rates in the body frame."""
-    m = messages()
-    zero = vector((0, 0, 0))
-    return m.QuadState(header=header(t), t=float(t), pose=pose(p, q), velocity=twist(v, omega),
-                       acceleration=twist(acceleration, (0, 0, 0)), acc_bias=zero, gyr_bias=zero,
-                       jerk=vector(jerk), snap=zero, motors=[float(w) for w in motors])
+    msg = messages().QuadState(header=header(t))
+    return fill_quad_state(msg, t, p, q, v, omega, motors, acceleration, jerk)
+
+
+def fill_odometry(msg, t: float, p, q, v_body, omega_body, time_stamp=None):
+    """Set ``msg`` (a ``nav_msgs/Odometry`` made by ``odometry``) in place, the linear velocity
+    already in the child (body) frame."""
+    msg.header.stamp = stamp(t) if time_stamp is None else time_stamp
+    set_pose(msg.pose.pose, p, q)
+    set_vector(msg.twist.twist.linear, v_body)
+    set_vector(msg.twist.twist.angular, omega_body)
+    return msg
 
 
 def odometry(t: float, child: str, p, q, v_world, omega_body):
     """``nav_msgs/Odometry`` with the twist in the child (body) frame."""
-    m = messages()
-    msg = m.Odometry()
-    msg.header = header(t)
-    msg.child_frame_id = child
-    msg.pose.pose = pose(p, q)
+    msg = messages().Odometry(header=header(t), child_frame_id=child)
     v_body = quat_to_matrix(np.asarray(q, dtype=float)).T @ np.asarray(v_world, dtype=float)
-    msg.twist.twist = twist(v_body, omega_body)
-    return msg
+    return fill_odometry(msg, t, p, q, v_body, omega_body)
 
 
 def from_odometry(msg) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
