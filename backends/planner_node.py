@@ -46,6 +46,11 @@ LOOK_BACK_S = 0.05
 NEW_EPISODE_GAP_S = 1.0
 """A reference horizon this long (s, ROS time) after the previous one starts a new episode (an
 episode publishes one every planner period, and an empty one at its end)."""
+HORIZON_REPEAT_S = 0.25
+"""While it waits for the nodes' first plans, the episode publishes its first reference horizon
+again this often (wall s): a node that subscribed after it was sent (roslaunch starts every
+process at once) gets it too; a node that has it already takes the same stamp for the same
+decision."""
 FIRST_PLAN_WAIT_S = 30.0
 """How long (wall s) an episode with planner nodes waits, with the world paused, for every
 node's first plan (a node may still be loading its policy)."""
@@ -427,9 +432,12 @@ class NodePlanners:
         # stamped with the decision's time: nodes decide every period from the first one
         self.backend.publish_reference(reference, self.backend.decision_time)
         if self.backend.paused_for_first_plans:  # wait for every node's first plan
-            deadline = time.monotonic() + FIRST_PLAN_WAIT_S
-            while not all(self.received) and time.monotonic() < deadline:
+            start = sent = time.monotonic()
+            while not all(self.received) and time.monotonic() - start < FIRST_PLAN_WAIT_S:
                 time.sleep(0.002)
+                if time.monotonic() - sent > HORIZON_REPEAT_S:  # for a node subscribing late
+                    self.backend.publish_reference(reference, self.backend.decision_time)
+                    sent = time.monotonic()
         return []
 
     def report(self) -> dict:
