@@ -82,6 +82,18 @@ def init_node(name: str) -> None:
         rospy.init_node(name, anonymous=True, disable_signals=True)
 
 
+def wait_until_known(latest, ros_time: float) -> None:
+    """Wait (``STATE_WAIT_S`` of wall time at most) until ``latest()``, the newest instant some
+    states are known at (None: none yet), reaches ``ros_time``: the states of one instant
+    arrive over several connections, a little after the clock that announces it."""
+    deadline = time.monotonic() + STATE_WAIT_S
+    while time.monotonic() < deadline:
+        known = latest()
+        if known is not None and known >= ros_time - 1e-9:
+            return
+        time.sleep(0.0005)
+
+
 class _Stream:
     """Recent messages of one source, thread-safe: rows (t, position, attitude quaternion
     w-x-y-z, further arrays...)."""
@@ -455,12 +467,7 @@ class GazeboBackend:
 
     def _wait_state(self, ros_time: float) -> None:
         """Wait (``STATE_WAIT_S`` at most) until the system's state at ``ros_time`` is known."""
-        deadline = time.monotonic() + STATE_WAIT_S
-        while time.monotonic() < deadline:
-            known = self.observer.latest_time()
-            if known is not None and known >= ros_time - 1e-9:
-                return
-            time.sleep(0.001)
+        wait_until_known(self.observer.latest_time, ros_time)
 
     def health(self) -> BackendHealth:
         messages = [self._failure] if self._failure else []

@@ -31,7 +31,7 @@ import numpy as np
 
 from backends import ros1
 from backends.agiros import AgirosClient
-from backends.gazebo import STATE_WAIT_S, WorldObserver, _Stream, init_node
+from backends.gazebo import WorldObserver, _Stream, init_node, wait_until_known
 from cableload_sim.horizon import node_offsets
 from cableload_sim.params import Config
 from cableload_sim.rotations import quat_multiply
@@ -276,20 +276,12 @@ class PlannerNode:
                 self._due.clear()
                 self.plan_once()
 
-    def _await_states(self, t: float) -> None:
-        """Wait (``STATE_WAIT_S`` of wall time at most) until what this node plans from is known
-        at the decision time ``t``: the world publishes the states of a time before its clock
-        reaches it, but over other connections, which may deliver them a little later."""
-        deadline = time.monotonic() + STATE_WAIT_S
-        while time.monotonic() < deadline:
-            if self.uav is not None:
-                newest = [stream.latest() for stream in (self._own, self._load)]
-                known = None if None in newest else min(item[0] for item in newest)
-            else:
-                known = self.observer.latest_time()
-            if known is not None and known >= t - 1e-9:
-                return
-            time.sleep(0.0005)
+    def _known_until(self) -> float | None:
+        """The newest instant this node knows what it plans from at (None: not yet)."""
+        if self.uav is None:
+            return self.observer.latest_time()
+        newest = [stream.latest() for stream in (self._own, self._load)]
+        return None if None in newest else min(item[0] for item in newest)
 
     def plan_once(self) -> bool:
         """Plan and send once; False when there is nothing to plan from yet."""
@@ -300,7 +292,7 @@ class PlannerNode:
         if anchor is None:
             return False
         decided = anchor + self._decision * self.period_s
-        self._await_states(decided)
+        wait_until_known(self._known_until, decided)  # the world's states of that time
         start = time.perf_counter()
         if self.uav is not None:
             obs = self._observation()

@@ -360,7 +360,6 @@ class WorldNode:
         if not waiting or self.held:
             return True
         self.lockstep_waits += 1
-        m = ros1.messages()
         start = last_clock = time.monotonic()
         while waiting:
             if self._stop.is_set() or rospy.is_shutdown() or self.paused:
@@ -374,7 +373,7 @@ class WorldNode:
                         f"{LOCKSTEP_WAIT_S:g} s of wall time; no longer waited for")
                 return True
             if now - last_clock >= LOCKSTEP_CLOCK_S:
-                self.pub_clock.publish(m.Clock(clock=ros1.stamp(self.clock)))
+                self.pub_clock.publish(self._msg_clock)  # the clock last published
                 last_clock = now
             time.sleep(0.0005)
             waiting = lockstep_waiting(self.clock, self.period_s, self.plan_clocks)
