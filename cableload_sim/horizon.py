@@ -27,6 +27,10 @@ def node_offsets(n_nodes: int = N_NODES) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(steps)])
 
 
+_OFFSETS = node_offsets(N_NODES)
+_OFFSETS.flags.writeable = False
+
+
 def node_times(t: float, n_nodes: int = N_NODES) -> np.ndarray:
     """Absolute node times (s) of a plan made at time ``t``."""
-    return float(t) + node_offsets(n_nodes)
+    return float(t) + (_OFFSETS if n_nodes == N_NODES else node_offsets(n_nodes))

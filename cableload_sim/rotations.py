@@ -137,8 +137,10 @@ def quat_log(q) -> np.ndarray:
 
 def quat_from_yaw(yaw) -> np.ndarray:
     yaw = np.asarray(yaw, dtype=float)
-    zeros = np.zeros_like(yaw)
-    return np.stack([np.cos(0.5 * yaw), zeros, zeros, np.sin(0.5 * yaw)], axis=-1)
+    out = np.zeros(yaw.shape + (4,))
+    out[..., 0] = np.cos(0.5 * yaw)
+    out[..., 3] = np.sin(0.5 * yaw)
+    return out
 
 
 def quat_from_euler(roll, pitch, yaw) -> np.ndarray:

@@ -132,6 +132,15 @@ class Jet:
         return self.value, self.d1, self.d2, self.d3
 
 
+def _pairs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(K, 2) from two (K,) arrays (``np.stack`` without its checks: references are sampled
+    a hundred-odd times per student decision)."""
+    out = np.empty(x.shape + (2,))
+    out[..., 0] = x
+    out[..., 1] = y
+    return out
+
+
 def _along_samples(scalar: np.ndarray, like: np.ndarray) -> np.ndarray:
     """``scalar`` (K,) shaped to broadcast against ``like`` (K, ...)."""
     return scalar.reshape(scalar.shape + (1,) * (like.ndim - scalar.ndim))
@@ -164,12 +173,25 @@ def smoothstep_jet(x: np.ndarray, span: float) -> Jet:
     return Jet(SMOOTHSTEP(x), d1(x) / span, d2(x) / span**2, d3(x) / span**3)
 
 
+@functools.lru_cache(maxsize=64)
+def _past_ramp(ramp_s: float) -> tuple[float, Jet]:
+    """``time_warp``'s integral and rate jet at x = 1, as the polynomials give them there (the
+    same operations as on an array of ones, so the same values)."""
+    one = np.ones(1)
+    rate = smoothstep_jet(one, ramp_s)
+    return float(_SMOOTHSTEP_INTEGRAL(one)[0]), Jet(*(float(d[0]) for d in rate.orders))
+
+
 def time_warp(t: np.ndarray, ramp_s: float) -> Jet:
     """Path time tau(t) (s) and its derivatives: dtau/dt = SMOOTHSTEP(t / ramp_s), tau(0) = 0.
 
     After the ramp tau = t - ramp_s / 2 and dtau/dt = 1. Times before 0 are held at 0.
     """
     t = np.maximum(t, 0.0)
+    if t.size and t.min() >= ramp_s:  # past the ramp (most samples): constants, computed once
+        integral, rate = _past_ramp(float(ramp_s))
+        return Jet(ramp_s * integral + (t - ramp_s), np.full(t.shape, rate.value),
+                   np.full(t.shape, rate.d1), np.full(t.shape, rate.d2))
     x = np.clip(t / ramp_s, 0.0, 1.0)
     rate = smoothstep_jet(x, ramp_s)
     tau = ramp_s * _SMOOTHSTEP_INTEGRAL(x) + np.maximum(t - ramp_s, 0.0)
@@ -215,10 +237,10 @@ class EightCurve(PlanarCurve):
         c2, s2 = np.cos(2.0 * phase), np.sin(2.0 * phase)
         ax, ay = self.ax, self.ay
         return Jet(
-            np.stack([ax * c1, ay * s2], axis=-1),
-            np.stack([-ax * s1, 2.0 * ay * c2], axis=-1),
-            np.stack([-ax * c1, -4.0 * ay * s2], axis=-1),
-            np.stack([ax * s1, -8.0 * ay * c2], axis=-1),
+            _pairs(ax * c1, ay * s2),
+            _pairs(-ax * s1, 2.0 * ay * c2),
+            _pairs(-ax * c1, -4.0 * ay * s2),
+            _pairs(ax * s1, -8.0 * ay * c2),
         )
 
 
@@ -231,12 +253,7 @@ class CircleCurve(PlanarCurve):
 
     def jet(self, phase):
         c, s = self.radius * np.cos(phase), self.radius * np.sin(phase)
-        return Jet(
-            np.stack([c, s], -1),
-            np.stack([-s, c], -1),
-            np.stack([-c, -s], -1),
-            np.stack([s, -c], -1),
-        )
+        return Jet(_pairs(c, s), _pairs(-s, c), _pairs(-c, -s), _pairs(s, -c))
 
 
 _TURN = Horner(Polynomial([0, 0, 0, 10, -15, 6]))
@@ -397,7 +414,7 @@ class FourierLoopCurve(PlanarCurve):
 
 def _as_xy(z: np.ndarray) -> np.ndarray:
     """Complex x + i y (K,) as planar points (K, 2)."""
-    return np.stack([z.real, z.imag], axis=-1)
+    return _pairs(z.real, z.imag)
 
 
 # --------------------------------------------------------------------------------------------
@@ -689,12 +706,14 @@ class Attitude:
 
 
 def _yaw_attitude(yaw: np.ndarray, yaw_rate: np.ndarray, yaw_acceleration: np.ndarray) -> Attitude:
-    zeros = np.zeros((len(yaw), 2))
-    return Attitude(
-        quat_from_yaw(yaw),
-        np.column_stack([zeros, yaw_rate]),
-        np.column_stack([zeros, yaw_acceleration]),
-    )
+    return Attitude(quat_from_yaw(yaw), _about_z(yaw_rate), _about_z(yaw_acceleration))
+
+
+def _about_z(rate: np.ndarray) -> np.ndarray:
+    """(K, 3) vectors (0, 0, rate)."""
+    out = np.zeros((len(rate), 3))
+    out[:, 2] = rate
+    return out
 
 
 class ConstantYaw:
@@ -854,7 +873,13 @@ class LoopReference(LoadReference):
 def _with_height(horizontal: Jet, vertical: Jet) -> Jet:
     """Jet of (x, y, z) (K, 3) from the jets of (x, y) (K, 2) and z (K,)."""
     orders = zip(horizontal.orders, vertical.orders, strict=True)
-    return Jet(*(np.column_stack([planar, height]) for planar, height in orders))
+    out = []
+    for planar, height in orders:
+        xyz = np.empty((planar.shape[0], 3))
+        xyz[:, :2] = planar
+        xyz[:, 2] = height
+        out.append(xyz)
+    return Jet(*out)
 
 
 class Hover(LoadReference):

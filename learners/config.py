@@ -31,7 +31,12 @@ class DaggerConfig:
 
     rounds: int = 20
     """DAgger rounds; beta, the probability that the student acts, rises linearly from 0 in the
-    first round to 1 in the last."""
+    first round to ``beta_max`` in the last."""
+    beta_max: float = 1.0
+    """Probability that the student acts in the last round. Below 1 every round keeps some of
+    the teacher's decisions: the states stay near those the teacher's labels are consistent
+    with (its warm start, the other quadrotors' states), while the student's own still make
+    up a share of them."""
     epochs: int = 16
     """Training epochs over the whole aggregated dataset after each round."""
     episodes_per_round: int = 2
@@ -75,6 +80,11 @@ class DaggerConfig:
     perturb_rounds: int = 0
     """Last rounds whose episodes each fly a system that differs from the planners' (the
     paper's Table 10, drawn per episode within the ``perturb_*`` bounds below)."""
+    perturb_share: float = 0.0
+    """From the second round on, the share of episodes (drawn per episode) that fly a perturbed
+    system (within the ``perturb_*`` bounds) with the random wrench on the load, besides the
+    last ``perturb_rounds`` and ``disturbance_rounds``: robustness learned throughout instead
+    of in a last phase."""
     perturb_load_mass: float = 1.0
     """Largest load mass scale (-): the simulated load weighs 1 to this times nominal."""
     perturb_attachment_m: float = 0.03
@@ -100,6 +110,11 @@ class TrainingConfig:
     learning_rate_final: float = 3e-4
     """Learning rate reached at the last round (geometric decay over rounds)."""
     weight_decay: float = 0.0
+    ema: float = 0.0
+    """Decay per optimizer step of an exponential moving average of the weights (0: none).
+    With it the average is the round's student: it flies the next round's episodes, is
+    evaluated, checkpointed and exported (the raw weights go on training); it smooths out
+    where the last batches happened to leave the weights."""
     workers: int = 0
     """Rollout worker processes; 0 means one per core."""
     torch_threads: int = 0
@@ -202,6 +217,10 @@ def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
          "at least 1"),
         ("dagger.perturb_rounds", d.perturb_rounds, 0 <= d.perturb_rounds <= d.rounds,
          "between 0 and dagger.rounds"),
+        ("dagger.beta_max", d.beta_max, 0.0 <= d.beta_max <= 1.0, "between 0 and 1"),
+        ("dagger.perturb_share", d.perturb_share, 0.0 <= d.perturb_share <= 1.0,
+         "between 0 and 1"),
+        ("training.ema", t.ema, 0.0 <= t.ema < 1.0, "in [0, 1) (0: no average)"),
         ("dagger.perturb_load_mass", d.perturb_load_mass, 1.0 <= d.perturb_load_mass <= 3.0,
          "between 1 and 3"),
         ("dagger.perturb_attachment_m", d.perturb_attachment_m,

@@ -14,6 +14,7 @@ Everything random is drawn from generators seeded by the run's seed, the round a
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -323,9 +324,39 @@ def make_executor(name: str, workers: int = 0, address: str | None = None):
 # Training
 
 
-def betas(rounds: int) -> np.ndarray:
-    """Probability that the student acts, per round: 0 in the first, 1 in the last."""
-    return np.linspace(0.0, 1.0, rounds) if rounds > 1 else np.zeros(1)
+def betas(rounds: int, beta_max: float = 1.0) -> np.ndarray:
+    """Probability that the student acts, per round: 0 in the first, ``beta_max`` in the
+    last."""
+    return np.linspace(0.0, beta_max, rounds) if rounds > 1 else np.zeros(1)
+
+
+class WeightAverage:
+    """An exponential moving average of a network's weights (``training.ema``), updated after
+    every optimizer step. The decay ramps up as ``(1 + s) / (10 + s)`` over the first steps
+    ``s`` so the average is not held at the initial weights; buffers (the normalization) are
+    copied. With decay 0 the average is the network itself."""
+
+    def __init__(self, net: StudentNet, decay: float, steps: int = 0):
+        self.decay = decay
+        self.steps = steps
+        self.net = net
+        self.average = copy.deepcopy(net) if decay > 0 else net
+
+    def update(self) -> None:
+        self.steps += 1
+        if self.average is self.net:
+            return
+        d = min(self.decay, (1.0 + self.steps) / (10.0 + self.steps))
+        with torch.no_grad():
+            for mine, theirs in zip(self.average.parameters(), self.net.parameters()):
+                mine.mul_(d).add_(theirs, alpha=1.0 - d)
+
+    def sync_buffers(self) -> None:
+        """Copy the buffers (normalization statistics) from the trained network."""
+        if self.average is not self.net:
+            with torch.no_grad():
+                for mine, theirs in zip(self.average.buffers(), self.net.buffers()):
+                    mine.copy_(theirs)
 
 
 def prior_targets(prior: np.ndarray) -> np.ndarray:
@@ -378,10 +409,12 @@ def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor,
 
 
 def train_epochs(net: StudentNet, optimizer, data, epochs: int, batch_size: int,
-                 generator: torch.Generator, progress=None, nodes: int = 21) -> float:
+                 generator: torch.Generator, progress=None, nodes: int = 21,
+                 after_step: Callable[[], None] | None = None) -> float:
     """Train ``epochs`` passes over ``data`` (``learners.store.Samples``, streamed a batch at
-    a time, or a dict of arrays), each batch's loss on ``nodes`` random horizon nodes; returns
-    the last epoch's mean loss."""
+    a time, or a dict of arrays), each batch's loss on ``nodes`` random horizon nodes
+    (``after_step`` is called after each optimizer step); returns the last epoch's mean
+    loss."""
     samples = data if isinstance(data, Samples) else Samples([data])
     std = net.out_std
     n = len(samples)
@@ -408,6 +441,8 @@ def train_epochs(net: StudentNet, optimizer, data, epochs: int, batch_size: int,
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
+            if after_step is not None:
+                after_step()
             total += value * len(idx)
             count += len(idx)
         last = total / max(count, 1)
@@ -560,17 +595,25 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
     optimizer = torch.optim.Adam(net.parameters(), lr=config.training.learning_rate,
                                  weight_decay=config.training.weight_decay)
     first = 0
+    average = WeightAverage(net, config.training.ema)
     if done:
         last = done[-1]
         net, data = load_checkpoint(store.checkpoint_path(last))
+        saved = net
+        if "training_state_dict" in data:  # the checkpoint's network is the average
+            net = copy.deepcopy(saved)
+            net.load_state_dict(data["training_state_dict"])
         optimizer = torch.optim.Adam(net.parameters(), lr=config.training.learning_rate,
                                      weight_decay=config.training.weight_decay)
         optimizer.load_state_dict(data["optimizer"])
+        average = WeightAverage(net, config.training.ema, steps=int(data.get("ema_steps", 0)))
+        if average.average is not net:
+            average.average = saved
         first = last + 1
     summary = [row for row in store.read_summary() if row["round"] < first]
     validation = validation_references(config) if d.eval_s > 0 else []
     pool = make_executor(executor, config.training.workers, address)
-    beta = betas(d.rounds)
+    beta = betas(d.rounds, d.beta_max)
     completed_now = 0
     try:
         rounds_bar = tqdm(range(first, d.rounds), desc="DAgger rounds", unit="round",
@@ -581,17 +624,20 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             if store.has_shard(k):
                 collected = None  # collected before an interruption: reuse, never twice
             else:
-                policy = None if k == 0 else checkpoint_bytes(net)
+                policy = None if k == 0 else checkpoint_bytes(average.average)
                 tasks = []
                 for e in range(d.episodes_per_round):
                     n = int(rng.choice(d.uavs)) if d.uavs else None
                     system = training_system(config, n)
                     spec = _episode_plan(config, k, e, rng, system)
-                    perturbed = k >= d.rounds - d.perturb_rounds
+                    # drawn only when asked for: configs without it keep their draws
+                    shared = (d.perturb_share > 0 and k >= 1
+                              and bool(rng.random() < d.perturb_share))
+                    perturbed = k >= d.rounds - d.perturb_rounds or shared
                     mismatch = (draw_mismatch(d, system.system.n_uavs, rng,
                                               functools.partial(hover_possible, system))
                                 if perturbed else None)
-                    disturbed = k >= d.rounds - d.disturbance_rounds
+                    disturbed = k >= d.rounds - d.disturbance_rounds or shared
                     tasks.append(EpisodeTask(
                         config=resolved, system_config=config.system_config, round_index=k,
                         episode=e, beta=float(beta[k]), trajectory=spec.name,
@@ -609,6 +655,7 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             data = store.open_shards(k)
             if k == 0 and not done:
                 net.set_normalization(data_stats(store.read_shards(0), config.network.residual))
+                average.sync_buffers()
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, k)
             generator = torch.Generator().manual_seed(d.seed * 1000 + k)
@@ -616,7 +663,8 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                              leave=False, disable=not progress)
             try:
                 loss = train_epochs(net, optimizer, data, d.epochs, config.training.batch_size,
-                                    generator, epoch_bar, config.training.train_nodes)
+                                    generator, epoch_bar, config.training.train_nodes,
+                                    after_step=average.update)
             except TrainingDiverged as err:
                 raise TrainingDiverged(
                     f"{out_dir}: round {k}: {err}; no checkpoint of this round was saved and no "
@@ -633,13 +681,13 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                                 for c in collected] if collected else "reused"}
             if d.eval_s > 0:
                 t_eval = time.perf_counter()
-                row.update(_evaluate(net, config, validation))
+                row.update(_evaluate(average.average, config, validation))
                 row["eval_wall_s"] = time.perf_counter() - t_eval
             # the summary first: a round counts as done once its checkpoint exists, so a kill
             # between the two redoes the round (its row is dropped on resume), never loses it
             summary.append(row)
             store.write_summary(summary)
-            save_checkpoint_with_optimizer(store, k, net, optimizer, resolved)
+            save_checkpoint_with_optimizer(store, k, average, optimizer, resolved)
             rounds_bar.set_postfix(loss=f"{loss:.4f}",
                                    rmse=f"{row.get('eval_rmse_position_m', float('nan')):.3f}")
             completed_now += 1
@@ -650,6 +698,7 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
         pool.close()
     if store.completed_rounds() and store.completed_rounds()[-1] == d.rounds - 1:
         chosen = select_round(summary, d.select)
+        net = average.average
         if chosen != summary[-1]["round"]:
             net, _ = load_checkpoint(store.checkpoint_path(chosen))
         check_finite_weights(net)
@@ -678,9 +727,15 @@ def select_round(summary: list[dict], how: str) -> int:
     return min(summary, key=score)["round"]
 
 
-def save_checkpoint_with_optimizer(store: RunStore, k: int, net, optimizer, resolved) -> None:
-    atomic_write_bytes(store.checkpoint_path(k), checkpoint_bytes(
-        net, {"optimizer": optimizer.state_dict(), "round": k, "config": resolved}))
+def save_checkpoint_with_optimizer(store: RunStore, k: int, average: WeightAverage, optimizer,
+                                   resolved) -> None:
+    """Round ``k``'s student (the average, when there is one) with what resuming needs: the
+    optimizer's state and, with an average, the raw weights and the step count."""
+    extra = {"optimizer": optimizer.state_dict(), "round": k, "config": resolved,
+             "ema_steps": average.steps}
+    if average.average is not average.net:
+        extra["training_state_dict"] = average.net.state_dict()
+    atomic_write_bytes(store.checkpoint_path(k), checkpoint_bytes(average.average, extra))
 
 
 def plot_summary(summary: list[dict], path: Path, selected: int | None = None) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -290,17 +291,43 @@ class FormationPlanner:
                                                               LoadReferenceSample]:
         """``slot_plans`` and the reference at the horizon's nodes (sampled once for both:
         the derivatives' stencil holds the nodes)."""
+        times, out, nodes = self.slot_arrays_and_sample(t, reference)
+        return [UavTrajectory(*slot_of(times, out, i)) for i in range(self.system.n_uavs)], nodes
+
+    def slot_arrays_and_sample(self, t: float, reference) -> tuple[np.ndarray, np.ndarray,
+                                                                    LoadReferenceSample]:
+        """``slots_and_sample`` as arrays: the node times, every slot's p, v, a, j and body
+        rates (5, nodes, n, 3; ``slot_of`` takes one quadrotor's), the reference at the nodes
+        (a decision of one quadrotor builds no plan object for the others)."""
         times = node_times(t)
         stencil = (times[:, None] + _FD_STEP * _STENCIL[None, :]).ravel()
         ref = reference.sample(stencil)
         p, pull = self._formation(reference, stencil, ref)
         out = np.empty((5, times.size, self.system.n_uavs, 3))
         _slot_derivatives(p, pull, self.masses, float(self.system.gravity), _FD_STEP, out)
-        slots = [UavTrajectory(times, *(np.ascontiguousarray(out[m, :, i]) for m in range(5)))
-                 for i in range(self.system.n_uavs)]
-        nodes = LoadReferenceSample(*(np.asarray(getattr(ref, f.name))[2::5]
-                                      for f in dataclasses.fields(ref)))
-        return slots, nodes
+        nodes = LoadReferenceSample(*(np.ascontiguousarray(getattr(ref, name)[2::5])
+                                      for name in _SAMPLE_FIELDS))
+        return times, out, nodes
+
+
+_SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(LoadReferenceSample))
+
+
+class SlotArrays(NamedTuple):
+    """One quadrotor's slot plan as ``UavTrajectory``'s arrays, unchecked (made by this
+    module's kernels)."""
+
+    t: np.ndarray
+    p: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    j: np.ndarray
+    body_rates: np.ndarray
+
+
+def slot_of(times: np.ndarray, out: np.ndarray, i: int) -> SlotArrays:
+    """Quadrotor ``i``'s slot from ``slot_arrays_and_sample``'s arrays."""
+    return SlotArrays(times, *(np.ascontiguousarray(out[m, :, i]) for m in range(5)))
 
 
 def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:

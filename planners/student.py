@@ -32,18 +32,18 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from cableload_sim.horizon import N_NODES, node_times
 from cableload_sim.params import Config, SystemParams
-from cableload_sim.rotations import quat_to_6d, quat_to_matrix
+from cableload_sim.rotations import quat_to_6d
 from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
-from planners.formation import FormationPlanner
+from planners.formation import FormationPlanner, SlotArrays, slot_of
 
 EGO_FEATURES = 18  # p (3), v (3), attitude 6D (6), body rates (3), cable end on the quadrotor (3)
 LOAD_FEATURES = 12  # p relative to now (3), attitude 6D (6), cable end on the load (3)
@@ -113,8 +113,9 @@ def frame_axes(frame: str, load_q: np.ndarray) -> np.ndarray:
         return np.eye(3)
     if frame != "load-yaw":
         raise ValueError(f"frame: expected one of {FRAMES}, got {frame!r}")
-    heading = quat_to_matrix(load_q)[:, 0]
-    yaw = math.atan2(heading[1], heading[0])
+    w, x, y, z = (float(v) for v in load_q)
+    norm_sq = w * w + x * x + y * y + z * z  # quat_to_matrix's first column, unnormalized
+    yaw = math.atan2(2.0 * (x * y + w * z), norm_sq - 2.0 * (y * y + z * z))
     c, s = math.cos(yaw), math.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
@@ -146,6 +147,185 @@ def _in_load_frame(rows: list[np.ndarray], columns, load_p: np.ndarray) -> np.nd
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# Kernels: a decision's encoding and its output in two compiled calls. In NumPy the hundred-odd
+# operations on arrays of a few dozen numbers cost most of a decision (each call's overhead is
+# larger than its arithmetic); the expressions are the same as the NumPy definitions kept beside
+# them (``_encode_numpy``; ``trajectory_from_output`` with ``PlanBounds.violation``), which tests
+# compare them with.
+
+
+@njit(cache=True)
+def _six_d(q, out, at):
+    """``quat_to_6d`` of ``q`` (4,) into ``out[at:at + 6]``."""
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    w, x, y, z = q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm
+    out[at] = 1 - 2 * (y * y + z * z)
+    out[at + 1] = 2 * (x * y + w * z)
+    out[at + 2] = 2 * (x * z - w * y)
+    out[at + 3] = 2 * (x * y - w * z)
+    out[at + 4] = 1 - 2 * (x * x + z * z)
+    out[at + 5] = 2 * (y * z + w * x)
+
+
+@njit(cache=True)
+def _world_rows(uav_p, uav_v, uav_q, uav_omega, cable_uav_end, load_p, load_q, cable_load_end,
+                ego, load):
+    """One observation's ego (EGO_FEATURES) and load (LOAD_FEATURES) rows, world frame;
+    whether they are finite."""
+    for c in range(3):
+        ego[c] = uav_p[c]
+        ego[3 + c] = uav_v[c]
+        ego[12 + c] = uav_omega[c]
+        ego[15 + c] = cable_uav_end[c]
+        load[c] = load_p[c]
+        load[9 + c] = cable_load_end[c]
+    _six_d(uav_q, ego, 6)
+    _six_d(load_q, load, 3)
+    for x in (ego, load):
+        for c in range(x.shape[0]):
+            if not math.isfinite(x[c]):
+                return False
+    return True
+
+
+@njit(cache=True)
+def _turn_rows(x, vectors, axes):
+    """The first ``vectors`` 3-vectors of every row of ``x`` (k, f) times ``axes``, in place."""
+    for k in range(x.shape[0]):
+        for m in range(vectors):
+            a, b, c = x[k, 3 * m], x[k, 3 * m + 1], x[k, 3 * m + 2]
+            for col in range(3):
+                x[k, 3 * m + col] = a * axes[0, col] + b * axes[1, col] + c * axes[2, col]
+
+
+@njit(cache=True)
+def _history(ring, head, count, load_p, positions, out):
+    """The ring's rows oldest first into ``out`` (history, f), the oldest repeated where the
+    history is short; columns starting at ``positions`` made relative to ``load_p``."""
+    history = out.shape[0]
+    for r in range(history):
+        m = max(r - (history - count), 0)  # index among the stored rows, oldest first
+        row = (head - count + m) % history
+        for c in range(out.shape[1]):
+            out[r, c] = ring[row, c]
+        for start in positions:
+            for c in range(3):
+                out[r, start + c] -= load_p[c]
+
+
+@njit(cache=True)
+def _encode(ego_ring, load_ring, head, count, load_p, uav_p, axes, turn, ref_p, ref_v, ref_a,
+            ref_q, ref_w, slot_t, slot_p, slot_v, slot_a, slot_j, slot_w, tau, ego, load, ref,
+            prior):
+    """``ObservationEncoder.encode``'s arrays (``_encode_numpy`` in NumPy)."""
+    _history(ego_ring, head, count, load_p, (0, 15), ego)
+    _history(load_ring, head, count, load_p, (0, 9), load)
+    gap = np.empty(3)
+    for c in range(3):
+        gap[c] = uav_p[c] - slot_p[0, c]
+    for k in range(ref.shape[0]):
+        for c in range(3):
+            ref[k, c] = ref_p[k, c] - load_p[c]
+            ref[k, 3 + c] = ref_v[k, c]
+            ref[k, 6 + c] = ref_a[k, c]
+            ref[k, 15 + c] = ref_w[k, c]
+        _six_d(ref_q[k], ref[k], 9)
+        g = math.exp(-(slot_t[k] - slot_t[0]) / tau)
+        for c in range(3):
+            pulled = gap[c] * g
+            prior[k, c] = (slot_p[k, c] + pulled) - uav_p[c]
+            prior[k, 3 + c] = slot_v[k, c] - pulled / tau
+            prior[k, 6 + c] = slot_a[k, c] + pulled / tau**2
+            prior[k, 9 + c] = slot_j[k, c] - pulled / tau**3
+            prior[k, 12 + c] = slot_w[k, c]
+    if turn:
+        _turn_rows(ego, 6, axes)
+        _turn_rows(load, 4, axes)
+        _turn_rows(ref, 5, axes)
+        _turn_rows(prior, 5, axes)
+
+
+@njit(cache=True)
+def _output(x, residual, axes, turn, origin, t, lo, hi, speed_sq, acceleration_sq, rate_sq,
+            out):
+    """A policy's output ``x`` (5, nodes, 3: p, v, a, j, w in the frame's axes) less
+    ``residual`` (the same shape) in world components, positions from ``origin``, into ``out``
+    (5, nodes, 3) (``trajectory_from_output`` in NumPy); returns 0, or which of
+    ``PlanBounds.violation``'s checks the plan fails first (1: non-finite, 2: node times, 3:
+    position, 4: speed, 5: acceleration, 6: body rate)."""
+    nodes = x.shape[1]
+    for m in range(5):
+        for k in range(nodes):
+            a0 = x[m, k, 0] - residual[m, k, 0]
+            a1 = x[m, k, 1] - residual[m, k, 1]
+            a2 = x[m, k, 2] - residual[m, k, 2]
+            if turn:
+                b0 = a0 * axes[0, 0] + a1 * axes[0, 1] + a2 * axes[0, 2]
+                b1 = a0 * axes[1, 0] + a1 * axes[1, 1] + a2 * axes[1, 2]
+                b2 = a0 * axes[2, 0] + a1 * axes[2, 1] + a2 * axes[2, 2]
+            else:
+                b0, b1, b2 = a0, a1, a2
+            if m == 0:
+                b0, b1, b2 = b0 + origin[0], b1 + origin[1], b2 + origin[2]
+            out[m, k, 0], out[m, k, 1], out[m, k, 2] = b0, b1, b2
+    for k in range(nodes):
+        if not math.isfinite(t[k]):
+            return 1
+        for m in range(5):
+            for c in range(3):
+                if not math.isfinite(out[m, k, c]):
+                    return 1
+    for k in range(1, nodes):
+        if t[k] - t[k - 1] <= 0.0:
+            return 2
+    for k in range(nodes):
+        for c in range(3):
+            if out[0, k, c] < lo[c] or out[0, k, c] > hi[c]:
+                return 3
+    speed, acceleration, rate = 0.0, 0.0, 0.0
+    for k in range(nodes):
+        speed = max(speed, out[1, k, 0] ** 2 + out[1, k, 1] ** 2 + out[1, k, 2] ** 2)
+        acceleration = max(acceleration, out[2, k, 0] ** 2 + out[2, k, 1] ** 2
+                           + out[2, k, 2] ** 2)
+        rate = max(rate, out[4, k, 0] ** 2 + out[4, k, 1] ** 2 + out[4, k, 2] ** 2)
+    if speed > speed_sq:
+        return 4
+    if acceleration > acceleration_sq:
+        return 5
+    if rate > rate_sq:
+        return 6
+    return 0
+
+
+_KERNELS_READY = False
+
+
+def load_kernels() -> None:
+    """Compile the student's kernels, or load them from numba's cache, once per process (when
+    the first student planner is made, not in its first decision)."""
+    global _KERNELS_READY
+    if _KERNELS_READY:
+        return
+    history = 2
+    ego_ring, load_ring = np.zeros((history, EGO_FEATURES)), np.zeros((history, LOAD_FEATURES))
+    q = np.array([1.0, 0.0, 0.0, 0.0])
+    z3 = np.zeros(3)
+    _world_rows(z3, z3, q, z3, z3, z3, q, z3, ego_ring[0], load_ring[0])
+    nodes = np.zeros((N_NODES, 3))
+    quats = np.zeros((N_NODES, 4))
+    quats[:, 0] = 1.0
+    times = node_times(0.0)
+    _encode(ego_ring, load_ring, 1, 1, z3, z3, np.eye(3), True, nodes, nodes, nodes, quats,
+            nodes, times, nodes, nodes, nodes, nodes, nodes, 0.5,
+            np.empty((history, EGO_FEATURES)), np.empty((history, LOAD_FEATURES)),
+            np.empty((N_NODES, REF_FEATURES)), np.empty((N_NODES, PRIOR_FEATURES)))
+    plan = np.zeros((5, N_NODES, 3))
+    _output(plan, plan, np.eye(3), True, z3, times, z3 - 1.0, z3 + 1.0, 1.0, 1.0, 1.0,
+            np.empty((5, N_NODES, 3)))
+    _KERNELS_READY = True
+
+
 class ObservationEncoder:
     """Keeps one quadrotor's observation history and encodes it with the reference."""
 
@@ -156,41 +336,76 @@ class ObservationEncoder:
             raise ValueError(f"frame: expected one of {FRAMES}, got {frame!r}")
         self.history = history
         self.frame = frame
-        self.past: deque[tuple[LocalObservation, np.ndarray, np.ndarray]] = deque(maxlen=history)
+        # the last ``history`` observations' features in the world frame, a ring: ``head`` is
+        # where the next goes, ``count`` how many are held
+        self.ego_ring = np.empty((history, EGO_FEATURES))
+        self.load_ring = np.empty((history, LOAD_FEATURES))
+        self.reset()
 
     def reset(self) -> None:
-        self.past.clear()
+        self.head = 0
+        self.count = 0
+        self.newest: LocalObservation | None = None
 
-    def push(self, obs: LocalObservation) -> None:
-        self.past.append((obs, _ego_world(obs), _load_world(obs)))
+    def push(self, obs: LocalObservation) -> bool:
+        """Take in ``obs``; a non-finite one is left out of the history (returns False)."""
+        if not _world_rows(obs.uav_p, obs.uav_v, obs.uav_q, obs.uav_omega, obs.cable_uav_end,
+                           obs.load_p, obs.load_q, obs.cable_load_end,
+                           self.ego_ring[self.head], self.load_ring[self.head]):
+            return False
+        self.head = (self.head + 1) % self.history
+        self.count = min(self.count + 1, self.history)
+        self.newest = obs
+        return True
 
-    def encode(self, reference, slot: UavTrajectory, prior: FormationPlanner,
+    def encode(self, reference, slot: UavTrajectory | SlotArrays, prior: FormationPlanner,
                reference_sample=None) -> EncodedObservation:
         """The input for the newest observation; missing history repeats the oldest one.
         ``slot``: this quadrotor's formation slot plan (reference only), anchored here by
         ``prior``; ``reference_sample``: the reference at the horizon nodes, when already
         sampled."""
-        if not self.past:
+        newest = self.newest
+        if newest is None:
             raise ValueError("encode: no observation pushed yet")
-        newest = self.past[-1][0]
-        frames = list(self.past)
-        frames = [frames[0]] * (self.history - len(frames)) + frames
-        load_p = newest.load_p
-        ego = _in_load_frame([f[1] for f in frames], _EGO_POSITIONS, load_p)
-        load = _in_load_frame([f[2] for f in frames], _LOAD_POSITIONS, load_p)
         if reference_sample is None:
             reference_sample = reference.sample(node_times(newest.t))
-        ref = _reference_features(reference_sample, load_p)
-        anchored = prior.anchored(slot, newest.uav_p)
-        prior_features = np.hstack([anchored.p - newest.uav_p, anchored.v, anchored.a,
-                                    anchored.j, anchored.body_rates])
+        if prior.converge_s is None:
+            raise ValueError("encode: the prior must be made with converge_s")
         axes = frame_axes(self.frame, newest.load_q)
-        if self.frame != "world":
-            ego, load = _turned(ego, _EGO_VECTORS, axes), _turned(load, _LOAD_VECTORS, axes)
-            ref = _turned(ref, _REF_VECTORS, axes)
-            prior_features = _turned(prior_features, _PRIOR_VECTORS, axes)
+        ego = np.empty((self.history, EGO_FEATURES))
+        load = np.empty((self.history, LOAD_FEATURES))
+        ref = np.empty((N_NODES, REF_FEATURES))
+        prior_features = np.empty((N_NODES, PRIOR_FEATURES))
+        c = np.ascontiguousarray
+        _encode(self.ego_ring, self.load_ring, self.head, self.count, c(newest.load_p),
+                c(newest.uav_p), axes, self.frame != "world", c(reference_sample.p),
+                c(reference_sample.v), c(reference_sample.a), c(reference_sample.q),
+                c(reference_sample.omega), slot.t, slot.p, slot.v, slot.a, slot.j,
+                slot.body_rates, float(prior.converge_s), ego, load, ref, prior_features)
         return EncodedObservation(ego=ego, load=load, ref=ref, prior=prior_features,
                                   origin=newest.uav_p.copy(), t=newest.t, axes=axes)
+
+
+def _encode_numpy(frames: list[LocalObservation], history: int, frame: str, reference_sample,
+                  slot: UavTrajectory, prior: FormationPlanner) -> EncodedObservation:
+    """``ObservationEncoder.encode`` in NumPy expressions, from the observations held (oldest
+    first): the kernels' definition, which tests compare them with."""
+    newest = frames[-1]
+    frames = [frames[0]] * (history - len(frames)) + list(frames)
+    load_p = newest.load_p
+    ego = _in_load_frame([_ego_world(f) for f in frames], _EGO_POSITIONS, load_p)
+    load = _in_load_frame([_load_world(f) for f in frames], _LOAD_POSITIONS, load_p)
+    ref = _reference_features(reference_sample, load_p)
+    anchored = prior.anchored(slot, newest.uav_p)
+    prior_features = np.hstack([anchored.p - newest.uav_p, anchored.v, anchored.a,
+                                anchored.j, anchored.body_rates])
+    axes = frame_axes(frame, newest.load_q)
+    if frame != "world":
+        ego, load = _turned(ego, _EGO_VECTORS, axes), _turned(load, _LOAD_VECTORS, axes)
+        ref = _turned(ref, _REF_VECTORS, axes)
+        prior_features = _turned(prior_features, _PRIOR_VECTORS, axes)
+    return EncodedObservation(ego=ego, load=load, ref=ref, prior=prior_features,
+                              origin=newest.uav_p.copy(), t=newest.t, axes=axes)
 
 
 def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
@@ -237,6 +452,10 @@ class StudentPlanner:
         self.bounds = bounds or PlanBounds()
         self.hover_calibration = hover_calibration
         self._hover_residuals: dict[int, dict[str, np.ndarray]] = {}
+        self._hover_stacks: dict[int, np.ndarray] = {}
+        self._no_residual = np.zeros((5, N_NODES, 3))
+        self._bounds_made_from = None
+        load_kernels()
         self._hover = None  # (rest, hover reference, its slots, its samples), made once
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
@@ -279,14 +498,13 @@ class StudentPlanner:
         """Quadrotor ``i`` takes in its own observation and encodes it (a planner node per
         quadrotor calls this with what it alone observes). ``shared`` caches the reference
         and the formation slots over the horizon between quadrotors planning at one time."""
-        if not obs.is_finite():
+        if not self.encoders[i].push(obs):
             return _unusable(obs, self.history)
-        self.encoders[i].push(obs)
         shared = {} if shared is None else shared
         if "slots" not in shared:
-            shared["slots"], shared["sample"] = self.prior.slots_and_sample(obs.t, reference)
-        return self.encoders[i].encode(reference, shared["slots"][i], self.prior,
-                                       shared["sample"])
+            shared["slots"] = self.prior.slot_arrays_and_sample(obs.t, reference)
+        times, slots, sample = shared["slots"]
+        return self.encoders[i].encode(reference, slot_of(times, slots, i), self.prior, sample)
 
     def act(self, encoded: list[EncodedObservation], positions: np.ndarray,
             uavs: list[int] | None = None) -> list[UavTrajectory]:
@@ -303,16 +521,18 @@ class StudentPlanner:
                               np.stack([encoded[k].ref for k in good]),
                               np.stack([encoded[k].prior for k in good]))
             self.infer_times.append((time.perf_counter() - start) / len(good))
+            raw = np.stack([np.asarray(out[name], dtype=float) for name in _OUTPUTS], axis=1)
+            lo, hi, *limits = self._bounds_arguments()
             for row, k in enumerate(good):
                 e = encoded[k]
-                outputs = [out[name][row] for name in _OUTPUTS]
-                if self.hover_calibration:
-                    residual = self.hover_residual(uavs[k])
-                    outputs = [x - residual[name] for x, name in zip(outputs, _OUTPUTS,
-                                                                      strict=True)]
-                plan = trajectory_from_output(e.t, e.origin, *outputs, axes=e.axes)
-                if self.bounds.violation(plan) is None:
-                    plans[k] = plan
+                residual = (self._hover_stack(uavs[k]) if self.hover_calibration
+                            else self._no_residual)
+                times = node_times(e.t)
+                world = np.empty((5, N_NODES, 3))
+                broken = _output(raw[row], residual, e.axes, self.frame != "world", e.origin,
+                                 times, lo, hi, *limits, world)
+                if not broken:
+                    plans[k] = UavTrajectory(times, *world)
                 else:
                     self.bad_outputs += 1
                     plans[k] = self._fallback(uavs[k], e.t, positions[k])
@@ -325,6 +545,23 @@ class StudentPlanner:
 
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
         return self.act(self.observe(state, reference), state.uav_p)
+
+    def _bounds_arguments(self) -> tuple:
+        """``self.bounds`` as ``_output`` takes them (made again if the bounds change)."""
+        if self._bounds_made_from is not self.bounds:
+            b = self.bounds
+            self._bounds = (np.asarray(b.position_min, dtype=float),
+                            np.asarray(b.position_max, dtype=float), float(b.max_speed) ** 2,
+                            float(b.max_acceleration) ** 2, float(b.max_body_rate) ** 2)
+            self._bounds_made_from = b
+        return self._bounds
+
+    def _hover_stack(self, i: int) -> np.ndarray:
+        """``hover_residual(i)`` as one (5, nodes, 3) array in ``_OUTPUTS`` order."""
+        if i not in self._hover_stacks:
+            residual = self.hover_residual(i)
+            self._hover_stacks[i] = np.stack([residual[name] for name in _OUTPUTS])
+        return self._hover_stacks[i]
 
     def hover_residual(self, i: int) -> dict[str, np.ndarray]:
         """What the network adds to the prior for quadrotor ``i`` (outputs p, v, a, j, w in the

@@ -264,3 +264,49 @@ def test_collected_episode_with_sensors_labels_from_the_truth():
     first = {k: {name: a[:3] for name, a in r["arrays"].items()} for k, r in results.items()}
     np.testing.assert_array_equal(first[True]["ego"], first[False]["ego"])
     assert np.abs(first[True]["target"] - first[False]["target"]).max() > 1e-4
+
+
+def test_a_run_with_a_weight_average_resumes_to_the_same_policy(tmp_path):
+    """``training.ema``: the checkpoints hold the average (what flies, is evaluated and
+    exported) beside the raw weights; a run stopped after a round and resumed ends with the
+    same data and weights as one never stopped. ``dagger.beta_max`` caps the student's share;
+    ``dagger.perturb_share`` perturbs episodes from the second round on."""
+    import torch
+
+    from learners.export import load_checkpoint
+
+    data = {**TINY, "dagger": {**TINY["dagger"], "beta_max": 0.5, "perturb_share": 1.0,
+                               "perturb_load_mass": 1.2, "disturbance_rounds": 0},
+            "training": {**TINY["training"], "ema": 0.9}}
+    config = train_config_from_dict(data)
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    train(config, whole, progress=False)
+    train(config, parts, progress=False, stop_after=1)
+    assert RunStore(parts).completed_rounds() == [0]
+    train(config, parts, progress=False, resume=True)
+    summary = RunStore(whole).read_summary()
+    assert [row["beta"] for row in summary] == [0.0, 0.25, 0.5]
+    assert [row["episodes"][0]["perturbed"] for row in summary] == [False, True, True]
+    for k in range(3):
+        x, y = RunStore(whole).read_shard(k), RunStore(parts).read_shard(k)
+        for name in x:
+            np.testing.assert_array_equal(x[name], y[name])
+        a, data_a = load_checkpoint(RunStore(whole).checkpoint_path(k))
+        b, data_b = load_checkpoint(RunStore(parts).checkpoint_path(k))
+        for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+            torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7, msg=name)
+        raw = data_a["training_state_dict"]
+        assert any(not torch.equal(raw[name], p) for name, p in a.state_dict().items()
+                   if name in raw and p.is_floating_point()), "the average is the raw weights"
+    exported, _ = load_checkpoint(whole / "policy" / "student.pt")
+    last, _ = load_checkpoint(RunStore(whole).checkpoint_path(2))
+    for p, q in zip(exported.state_dict().values(), last.state_dict().values()):
+        torch.testing.assert_close(p, q)
+
+
+def test_beta_max_caps_the_students_share():
+    np.testing.assert_allclose(betas(5, 0.4), [0.0, 0.1, 0.2, 0.3, 0.4])
+    with pytest.raises(ConfigError, match=r"dagger.beta_max: expected between 0 and 1, got 1.5"):
+        train_config_from_dict({"dagger": {"beta_max": 1.5}})
+    with pytest.raises(ConfigError, match=r"training.ema: expected in \[0, 1\)"):
+        train_config_from_dict({"training": {"ema": 1.0}})

@@ -210,3 +210,51 @@ def test_the_load_yaw_frame_turns_the_plans_back_to_the_world(paper_config, net)
         for name in ("p", "v", "a", "j", "body_rates"):
             np.testing.assert_allclose(getattr(plan, name) @ R.T, getattr(other, name),
                                        atol=1e-9)
+
+
+@pytest.mark.parametrize("frame", ["world", "load-yaw"])
+def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config, net, frame):
+    """A decision's compiled encoding (short history repeated, then full) and its output in
+    world components with the bounds check give what the NumPy expressions give, to rounding;
+    an output out of bounds or non-finite is refused as ``PlanBounds.violation`` refuses it."""
+    from planners.base import PlanBounds
+    from planners.formation import slot_of
+    from planners.student import _encode_numpy, _output, trajectory_from_output
+
+    reference = make_reference("eight-medium", orientation="zero-sideslip")
+    sim, rng = hover_state(paper_config)
+    planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4, frame=frame)
+    seen = []
+    for step in range(6):
+        state = sim.world_state()
+        state = dataclasses.replace(state, t=state.t + 7.0,  # past the start ramp
+                                    load_q=np.array([np.cos(0.4), 0.05, -0.03, np.sin(0.4)]))
+        obs = state.local(1, planner.rho[1], planner.attach[1])
+        seen.append(obs)
+        encoded = planner.observe_local(1, obs, reference)
+        times, slots, sample = planner.prior.slot_arrays_and_sample(obs.t, reference)
+        expected = _encode_numpy(seen[-4:], 4, frame, sample, slot_of(times, slots, 1),
+                                 planner.prior)
+        for name in ("ego", "load", "ref", "prior", "axes"):
+            np.testing.assert_allclose(getattr(encoded, name), getattr(expected, name),
+                                       rtol=1e-12, atol=1e-12, err_msg=f"{name}, step {step}")
+        sim.advance(100)
+    e = encoded
+    bounds = PlanBounds()
+    args = (np.asarray(bounds.position_min), np.asarray(bounds.position_max),
+            bounds.max_speed**2, bounds.max_acceleration**2, bounds.max_body_rate**2)
+    cases = {"ok": 0.3, "fast": 40.0, "far": 80.0, "nan": np.nan}
+    for case, scale in cases.items():
+        x = scale * rng.uniform(-1.0, 1.0, (5, 21, 3)) / np.array([1, 1, 2, 4, 1])[:, None, None]
+        residual = 0.01 * rng.normal(size=(5, 21, 3))
+        world = np.empty((5, 21, 3))
+        broken = _output(x, residual, e.axes, frame != "world", e.origin, times, *args, world)
+        plan = trajectory_from_output(e.t, e.origin, *(x - residual), axes=e.axes)
+        assert bool(broken) == (bounds.violation(plan) is not None), case
+        if case == "ok":
+            assert broken == 0
+            for m, name in enumerate(("p", "v", "a", "j", "body_rates")):
+                np.testing.assert_allclose(world[m], getattr(plan, name), rtol=1e-12,
+                                           atol=1e-12)
+        else:
+            assert broken > 0, case
