@@ -228,7 +228,8 @@ def collect_episode(task: EpisodeTask) -> dict:
     else:
         policy = _never_called
     student = StudentPlanner.from_config(config, policy, history,
-                                         frame=task.config["network"]["frame"])
+                                         frame=task.config["network"]["frame"],
+                                         prior=task.config["network"]["prior"])
     rng = np.random.default_rng(task.seed)
     backend = make_backend("embedded", config)
     sees_truth = task.config["dagger"].get("teacher_sees_truth", True) and config.sensing.enabled
@@ -539,7 +540,8 @@ def _evaluate(net: StudentNet, config: TrainConfig,
     for spec, n in references:
         system_config = training_system(config, n)
         student = StudentPlanner.from_config(system_config, TorchPolicy(net),
-                                             net.config.history, frame=net.config.frame)
+                                             net.config.history, frame=net.config.frame,
+                                             prior=net.config.prior)
         result = run_episode(make_backend("embedded", system_config), student, spec.build(),
                              d.eval_s,
                              collision_distance=system_config.simulation.collision_distance_m,

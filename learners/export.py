@@ -374,10 +374,12 @@ def student_planner(config, policy: str | Path | None = None, runtime: str = "to
     callable_policy, history, data = load_policy(policy_dir, runtime)
     check_policy_system(read_policy_info(policy_dir), config.system, policy_dir)
     frame = data.get("network", {}).get("frame", "world")
+    prior = data.get("network", {}).get("prior", "formation-tilt")
     # the hover residual is removed from policies in the load-yaw frame, where it is nearly the
     # same at every yaw (planners.student.StudentPlanner.hover_residual); measured here, not in
     # a first decision
     planner = StudentPlanner.from_config(config, callable_policy, history, frame=frame,
+                                         prior=prior,
                                          hover_calibration=frame == "load-yaw")
     if planner.hover_calibration:
         for i in range(config.system.n_uavs):

@@ -69,6 +69,10 @@ class NetworkConfig:
     frame: str = "world"
     """Axes of the inputs and outputs (``planners.student.FRAMES``): ``world`` or
     ``load-yaw`` (turning with the load's yaw: equivariant to yaw)."""
+    prior: str = "formation-tilt"
+    """The formation the student plans relative to (``planners.student.PRIORS``):
+    ``formation-tilt`` or ``formation-wrench`` (its cables also supply the load reference's
+    torque, so the load does not tilt as it accelerates)."""
 
     def __post_init__(self):
         if self.decoder not in ("pinn", "mlp"):
@@ -80,6 +84,9 @@ class NetworkConfig:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if self.frame not in ("world", "load-yaw"):
             raise ValueError(f"frame: expected 'world' or 'load-yaw', got {self.frame!r}")
+        if self.prior not in ("formation-tilt", "formation-wrench"):
+            raise ValueError("prior: expected 'formation-tilt' or 'formation-wrench', got "
+                             f"{self.prior!r}")
         if not isinstance(self.residual, bool):
             raise ValueError(f"residual: expected true or false, got {self.residual!r}")
 

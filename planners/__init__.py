@@ -18,6 +18,7 @@ from cableload_sim.errors import UsageError
 _REGISTRY = MappingProxyType({
     "formation": ("planners.formation:FormationPlanner", {"tilt": False}),
     "formation-tilt": ("planners.formation:FormationPlanner", {"tilt": True}),
+    "formation-wrench": ("planners.formation:FormationPlanner", {"tilt": True, "wrench": True}),
     "teacher": ("planners.teacher:TeacherPlanner", {}),
     "student": ("learners.export:student_planner", {}),
 })

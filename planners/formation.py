@@ -65,17 +65,101 @@ def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return eye + vx + vx @ vx / (1.0 + c)[..., None, None]
 
 
+WRENCH_MIN_TENSION_SHARE = 0.2
+"""A wrench formation whose cable would pull with less than this share of its tilted-cone
+tension (or push) is not used at that instant: the tilted cone is kept there."""
+
+WRENCH_REGULARIZATION = 1e-12
+"""Relative regularization of ``A A^T`` in ``_wrench_forces`` (two cables cannot exert a torque
+about the line through their attachment points: that part of the wrench is left as it is)."""
+
+
 @njit(cache=True)
-def _formation_points(ref_p, ref_a, ref_q, directions, tensions, rho, lengths, attach, masses,
-                      gravity, tilt, out_p, out_pull):
+def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, inertia):
+    """The cable forces ``pulls * units`` (tensions (n,), directions (n, 3), world), pulling at
+    ``arms`` (n, 3: the attachment
+    points from the load's centre of mass, world), changed by the least (sum of squares) that
+    makes them supply the load reference's wrench: the force ``m_L (a - g)`` and the torque
+    ``R (I alpha + omega x I omega)`` (``w``, ``alpha`` body frame, ``inertia`` the principal
+    moments). A tilted hover cone supplies the force but, with the attachment points fixed
+    on a level load, a torque that tilts the load while it accelerates; these do not. In place;
+    kept as they were where a cable would go slack (``WRENCH_MIN_TENSION_SHARE``).
+
+    The least change is ``f - A^T (A A^T)^-1 (A f - b)`` with ``A f`` the forces' sum and
+    torque about the centre of mass: a 6 x 6 solve whatever the number of cables."""
+    n = units.shape[0]
+    forces = np.empty((n, 3))
+    for i in range(n):
+        for c in range(3):
+            forces[i, c] = pulls[i] * units[i, c]
+    Iw0, Iw1, Iw2 = inertia[0] * w[0], inertia[1] * w[1], inertia[2] * w[2]
+    b0 = inertia[0] * alpha[0] + (w[1] * Iw2 - w[2] * Iw1)
+    b1 = inertia[1] * alpha[1] + (w[2] * Iw0 - w[0] * Iw2)
+    b2 = inertia[2] * alpha[2] + (w[0] * Iw1 - w[1] * Iw0)
+    residual = np.zeros(6)  # A f - b: force, then torque
+    residual[0], residual[1], residual[2] = -force0, -force1, -force2
+    for c in range(3):
+        residual[3 + c] = -(R[c, 0] * b0 + R[c, 1] * b1 + R[c, 2] * b2)
+    gram = np.zeros((6, 6))  # A A^T with A = [I ... I; [r_1]x ... [r_n]x]
+    for i in range(n):
+        r0, r1, r2 = arms[i, 0], arms[i, 1], arms[i, 2]
+        f0, f1, f2 = forces[i, 0], forces[i, 1], forces[i, 2]
+        residual[0] += f0
+        residual[1] += f1
+        residual[2] += f2
+        residual[3] += r1 * f2 - r2 * f1
+        residual[4] += r2 * f0 - r0 * f2
+        residual[5] += r0 * f1 - r1 * f0
+        cross = np.array([[0.0, -r2, r1], [r2, 0.0, -r0], [-r1, r0, 0.0]])
+        for a in range(3):
+            gram[a, a] += 1.0
+            for b in range(3):
+                gram[3 + a, b] += cross[a, b]
+                gram[b, 3 + a] += cross[a, b]
+                gram[3 + a, 3 + b] += (cross[a, 0] * cross[b, 0] + cross[a, 1] * cross[b, 1]
+                                       + cross[a, 2] * cross[b, 2])
+    ridge = WRENCH_REGULARIZATION * (gram[0, 0] + gram[1, 1] + gram[2, 2] + gram[3, 3]
+                                     + gram[4, 4] + gram[5, 5])
+    for a in range(6):
+        gram[a, a] += ridge
+    lam = np.linalg.solve(gram, residual)
+    changed = np.empty((n, 3))
+    for i in range(n):
+        r0, r1, r2 = arms[i, 0], arms[i, 1], arms[i, 2]
+        # A^T lam for cable i: lam_force + [r_i]x^T lam_torque = lam_force + lam_torque x r_i
+        changed[i, 0] = forces[i, 0] - (lam[0] + lam[4] * r2 - lam[5] * r1)
+        changed[i, 1] = forces[i, 1] - (lam[1] + lam[5] * r0 - lam[3] * r2)
+        changed[i, 2] = forces[i, 2] - (lam[2] + lam[3] * r1 - lam[4] * r0)
+        along = (changed[i, 0] * forces[i, 0] + changed[i, 1] * forces[i, 1]
+                 + changed[i, 2] * forces[i, 2])
+        before = forces[i, 0] ** 2 + forces[i, 1] ** 2 + forces[i, 2] ** 2
+        if along < WRENCH_MIN_TENSION_SHARE * before:  # the tension along the old direction
+            return
+    for i in range(n):
+        pull = math.sqrt(changed[i, 0] ** 2 + changed[i, 1] ** 2 + changed[i, 2] ** 2)
+        pulls[i] = pull
+        for c in range(3):
+            units[i, c] = changed[i, c] / pull
+
+
+@njit(cache=True)
+def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tensions, rho, lengths,
+                      attach, masses, gravity, tilt, wrench, load_mass, load_inertia, out_p,
+                      out_pull):
     """``FormationPlanner._formation`` at every reference sample (the NumPy expressions of
     ``_formation_numpy`` point by point: every student decision computes the prior, and
     NumPy's per-call cost on a few hundred small vectors was most of a decision's time). The
     rotation matrix is written out, not taken from ``kernels.jit.quat_to_rot``: that one
     scales by 2 / |q|^2 where ``quat_to_matrix`` normalizes first, and numba caches this
-    function on this file alone, so a helper of another module could run stale."""
+    function on this file alone, so a helper of another module could run stale. With
+    ``wrench`` the cable forces are then made to supply the reference's wrench
+    (``_wrench_forces``)."""
     R = np.empty((3, 3))
     M = np.empty((3, 3))
+    n = directions.shape[0]
+    units = np.empty((n, 3))  # cable directions, quadrotor side
+    pulls = np.empty(n)  # tensions
+    arms = np.empty((n, 3))
     for k in range(ref_p.shape[0]):
         w, x, y, z = ref_q[k, 0], ref_q[k, 1], ref_q[k, 2], ref_q[k, 3]
         norm = math.sqrt(w * w + x * x + y * y + z * z)
@@ -100,21 +184,31 @@ def _formation_points(ref_p, ref_a, ref_q, directions, tensions, rho, lengths, a
                 M[2, c] = T20 * r0 + T21 * r1 + T22 * r2
         else:
             M[:, :] = R
-        for i in range(directions.shape[0]):
+        for i in range(n):
             d0, d1, d2 = directions[i, 0], directions[i, 1], directions[i, 2]
-            u0 = M[0, 0] * d0 + M[0, 1] * d1 + M[0, 2] * d2
-            u1 = M[1, 0] * d0 + M[1, 1] * d1 + M[1, 2] * d2
-            u2 = M[2, 0] * d0 + M[2, 1] * d1 + M[2, 2] * d2
+            pulls[i] = tensions[i] * scale
+            units[i, 0] = M[0, 0] * d0 + M[0, 1] * d1 + M[0, 2] * d2
+            units[i, 1] = M[1, 0] * d0 + M[1, 1] * d1 + M[1, 2] * d2
+            units[i, 2] = M[2, 0] * d0 + M[2, 1] * d1 + M[2, 2] * d2
             a0, a1, a2 = rho[i, 0], rho[i, 1], rho[i, 2]
-            e0 = ref_p[k, 0] + R[0, 0] * a0 + R[0, 1] * a1 + R[0, 2] * a2 + lengths[i] * u0
-            e1 = ref_p[k, 1] + R[1, 0] * a0 + R[1, 1] * a1 + R[1, 2] * a2 + lengths[i] * u1
-            e2 = ref_p[k, 2] + R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2 + lengths[i] * u2
-            pull = tensions[i] * scale
-            out_pull[k, i, 0], out_pull[k, i, 1], out_pull[k, i, 2] = pull * u0, pull * u1, pull * u2
+            arms[i, 0] = R[0, 0] * a0 + R[0, 1] * a1 + R[0, 2] * a2
+            arms[i, 1] = R[1, 0] * a0 + R[1, 1] * a1 + R[1, 2] * a2
+            arms[i, 2] = R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2
+        if wrench:
+            _wrench_forces(units, pulls, arms, R, ref_w[k], ref_alpha[k], load_mass * need0,
+                           load_mass * need1, load_mass * need2, load_inertia)
+        for i in range(n):
+            u0, u1, u2 = units[i, 0], units[i, 1], units[i, 2]
+            pull = pulls[i]
+            f0, f1, f2 = pull * u0, pull * u1, pull * u2
+            e0 = ref_p[k, 0] + arms[i, 0] + lengths[i] * u0
+            e1 = ref_p[k, 1] + arms[i, 1] + lengths[i] * u1
+            e2 = ref_p[k, 2] + arms[i, 2] + lengths[i] * u2
+            out_pull[k, i, 0], out_pull[k, i, 1], out_pull[k, i, 2] = f0, f1, f2
             # the quadrotor's attitude: thrust axis along m_i (a_L - g) + pull, heading +x
-            t0 = masses[i] * need0 + pull * u0
-            t1 = masses[i] * need1 + pull * u1
-            t2 = masses[i] * need2 + pull * u2
+            t0 = masses[i] * need0 + f0
+            t1 = masses[i] * need1 + f1
+            t2 = masses[i] * need2 + f2
             tn = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
             z0, z1, z2 = t0 / tn, t1 / tn, t2 / tn
             yn = math.sqrt(z2 * z2 + z1 * z1)
@@ -176,8 +270,9 @@ def load_kernels() -> None:
     q = np.zeros((k, 4))
     q[:, 0] = 1.0
     rows = np.zeros((n, 3))
-    _formation_points(np.zeros((k, 3)), np.zeros((k, 3)), q, rows + [1.0, 0.0, 1.0], np.ones(n),
-                      rows, np.ones(n), rows, np.ones(n), 9.81, True, p, pull)
+    _formation_points(np.zeros((k, 3)), np.zeros((k, 3)), q, np.zeros((k, 3)), np.zeros((k, 3)),
+                      rows + [1.0, 0.0, 1.0], np.ones(n), rows + [0.1, 0.0, 0.0], np.ones(n),
+                      rows, np.ones(n), 9.81, True, True, 1.0, np.ones(3), p, pull)
     pull[..., 2] = 1.0
     _slot_derivatives(p, pull, np.ones(n), 9.81, _FD_STEP, np.empty((5, 1, n, 3)))
     _KERNELS_READY = True
@@ -186,13 +281,21 @@ def load_kernels() -> None:
 class FormationPlanner:
     """Centralized only in name: each quadrotor's plan uses the reference alone."""
 
-    def __init__(self, system: SystemParams, tilt: bool = False, converge_s: float | None = None):
+    def __init__(self, system: SystemParams, tilt: bool = False, converge_s: float | None = None,
+                 wrench: bool = False):
         if converge_s is not None and not (np.isfinite(converge_s) and converge_s > 0.0):
             raise ValueError(f"converge_s: expected a positive time (s) or None, got {converge_s!r}")
+        if wrench and not tilt:
+            raise ValueError("wrench: the wrench formation corrects the tilted cone; expected "
+                             "tilt=True with it")
         self.system = system
         self.tilt = tilt
+        self.wrench = wrench
         self.converge_s = converge_s
-        self.name = "formation-tilt" if tilt else "formation"
+        self.name = "formation-wrench" if wrench else "formation-tilt" if tilt else "formation"
+        self.load_mass = float(system.load.mass)
+        self.load_inertia = np.ascontiguousarray(np.diag(system.load.inertia_matrix()),
+                                                 dtype=float)
         geometry = hover_geometry(system)
         as_array = np.ascontiguousarray  # the kernel's arguments: contiguous float64
         self.directions = as_array(geometry.directions, dtype=float)  # load frame
@@ -223,11 +326,12 @@ class FormationPlanner:
         ref = reference.sample(times) if ref is None else ref
         k, n = len(times), self.system.n_uavs
         p, pull = np.empty((k, n, 3)), np.empty((k, n, 3))
-        _formation_points(np.ascontiguousarray(ref.p, dtype=float),
-                          np.ascontiguousarray(ref.a, dtype=float),
-                          np.ascontiguousarray(ref.q, dtype=float), self.directions,
+        c = np.ascontiguousarray
+        _formation_points(c(ref.p, dtype=float), c(ref.a, dtype=float), c(ref.q, dtype=float),
+                          c(ref.omega, dtype=float), c(ref.alpha, dtype=float), self.directions,
                           self.tensions, self.rho, self.lengths, self.attach, self.masses,
-                          float(self.system.gravity), bool(self.tilt), p, pull)
+                          float(self.system.gravity), bool(self.tilt), bool(self.wrench),
+                          self.load_mass, self.load_inertia, p, pull)
         return self._from_ground(reference, times, p, pull)
 
     def _formation_numpy(self, reference, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -243,14 +347,37 @@ class FormationPlanner:
             tilt = np.broadcast_to(np.eye(3), R_L.shape)
         u = (tilt @ R_L) @ self.directions.T  # (k, 3, n)
         u = u.transpose(0, 2, 1)
-        load_end = ref.p[:, None, :] + (R_L @ self.rho.T).transpose(0, 2, 1)
-        quad_end = load_end + self.lengths[None, :, None] * u
+        arms = (R_L @ self.rho.T).transpose(0, 2, 1)
         pull = (self.tensions[None, :] * scale[:, None])[..., None] * u
+        if self.wrench:
+            pull = self._wrench_numpy(pull, arms, R_L, ref, need)
+            u = pull / np.linalg.norm(pull, axis=-1, keepdims=True)
+        load_end = ref.p[:, None, :] + arms
+        quad_end = load_end + self.lengths[None, :, None] * u
         # the quadrotor's attitude, with its thrust axis about m_i (a_L - g) + pull
         thrust = self.masses[None, :, None] * need[:, None, :] + pull
         R_i = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
         p = quad_end - (R_i @ self.attach[None, :, :, None])[..., 0]
         return self._from_ground(reference, times, p, pull)
+
+    def _wrench_numpy(self, pull, arms, R_L, ref, need):
+        """``_wrench_forces`` in NumPy expressions: the least change of the cable forces
+        ``pull`` (k, n, 3) that supplies the reference's force and torque, by a least-norm
+        solve per sample; the forces kept where a cable would go slack."""
+        inertia = self.load_inertia
+        body = inertia * ref.alpha + np.cross(ref.omega, inertia * ref.omega)
+        wanted = np.concatenate([self.load_mass * need, (R_L @ body[..., None])[..., 0]], -1)
+        out = pull.copy()
+        for k in range(len(pull)):
+            A = np.vstack([np.hstack([np.eye(3)] * len(arms[k])),
+                           np.hstack([_skew(r) for r in arms[k]])])
+            f = pull[k].ravel()
+            changed, *_ = np.linalg.lstsq(A, A @ f - wanted[k], rcond=None)
+            changed = (f - changed).reshape(-1, 3)
+            if np.all(np.sum(changed * pull[k], -1) >= WRENCH_MIN_TENSION_SHARE
+                      * np.sum(pull[k] ** 2, -1)):
+                out[k] = changed
+        return out
 
     def _from_ground(self, reference, times, p, pull):
         rest = getattr(self, "_rest", None)
@@ -328,6 +455,11 @@ class SlotArrays(NamedTuple):
 def slot_of(times: np.ndarray, out: np.ndarray, i: int) -> SlotArrays:
     """Quadrotor ``i``'s slot from ``slot_arrays_and_sample``'s arrays."""
     return SlotArrays(times, *(np.ascontiguousarray(out[m, :, i]) for m in range(5)))
+
+
+def _skew(r: np.ndarray) -> np.ndarray:
+    """The matrix of ``r x``."""
+    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
 
 
 def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:

@@ -100,6 +100,9 @@ _PRIOR_VECTORS = (0, 3, 6, 9, 12)
 assert all(columns == tuple(range(0, 3 * len(columns), 3)) for columns in (
     _EGO_VECTORS, _LOAD_VECTORS, _REF_VECTORS, _PRIOR_VECTORS)), "vectors lead (_turned)"
 
+PRIORS = ("formation-tilt", "formation-wrench")
+"""Formations a student may plan relative to (``planners.formation``)."""
+
 FRAMES = ("world", "load-yaw")
 """Axes of the policy's inputs and outputs (the origin is the load's position either way):
 ``world`` keeps the world's axes (a student must learn every heading of travel and every load
@@ -444,7 +447,9 @@ class StudentPlanner:
 
     def __init__(self, system: SystemParams, policy: Policy, history: int,
                  bounds: PlanBounds | None = None, frame: str = "world",
-                 hover_calibration: bool = False):
+                 hover_calibration: bool = False, prior: str = "formation-tilt"):
+        if prior not in PRIORS:
+            raise ValueError(f"prior: expected one of {PRIORS}, got {prior!r}")
         self.system = system
         self.policy = policy
         self.history = history
@@ -459,7 +464,8 @@ class StudentPlanner:
         self._hover = None  # (rest, hover reference, its slots, its samples), made once
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
-        self.prior = FormationPlanner(system, tilt=True, converge_s=PRIOR_CONVERGE_S)
+        self.prior = FormationPlanner(system, tilt=True, converge_s=PRIOR_CONVERGE_S,
+                                      wrench=prior == "formation-wrench")
         self.reset()
 
     @classmethod
