@@ -65,76 +65,110 @@ def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return eye + vx + vx @ vx / (1.0 + c)[..., None, None]
 
 
+@njit(cache=True)
+def _solve_spd6(G, b, x):
+    """``x = G^-1 b`` for a symmetric positive definite ``G`` (6, 6) by Cholesky, written out:
+    LAPACK's call costs more than the arithmetic at this size, a hundred times a decision.
+    ``G`` is overwritten by its factor."""
+    m = G.shape[0]
+    for j in range(m):
+        d = G[j, j]
+        for k in range(j):
+            d -= G[j, k] * G[j, k]
+        d = math.sqrt(d)
+        G[j, j] = d
+        for i in range(j + 1, m):
+            v = G[i, j]
+            for k in range(j):
+                v -= G[i, k] * G[j, k]
+            G[i, j] = v / d
+    for i in range(m):  # L y = b
+        v = b[i]
+        for k in range(i):
+            v -= G[i, k] * x[k]
+        x[i] = v / G[i, i]
+    for i in range(m - 1, -1, -1):  # L^T x = y
+        v = x[i]
+        for k in range(i + 1, m):
+            v -= G[k, i] * x[k]
+        x[i] = v / G[i, i]
+
+
 WRENCH_MIN_TENSION_SHARE = 0.2
 """A wrench formation whose cable would pull with less than this share of its tilted-cone
 tension (or push) is not used at that instant: the tilted cone is kept there."""
 
 WRENCH_REGULARIZATION = 1e-12
-"""Relative regularization of ``A A^T`` in ``_wrench_forces`` (two cables cannot exert a torque
-about the line through their attachment points: that part of the wrench is left as it is)."""
+"""Relative regularization of ``A A^T`` in ``_wrench_forces`` (two cables cannot exert every
+torque: the least-squares wrench is taken then)."""
 
 
 @njit(cache=True)
-def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, inertia):
+def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, inertia, gram,
+                   residual, lam, changed):
     """The cable forces ``pulls * units`` (tensions (n,), directions (n, 3), world), pulling at
-    ``arms`` (n, 3: the attachment
-    points from the load's centre of mass, world), changed by the least (sum of squares) that
-    makes them supply the load reference's wrench: the force ``m_L (a - g)`` and the torque
-    ``R (I alpha + omega x I omega)`` (``w``, ``alpha`` body frame, ``inertia`` the principal
-    moments). A tilted hover cone supplies the force but, with the attachment points fixed
-    on a level load, a torque that tilts the load while it accelerates; these do not. In place;
-    kept as they were where a cable would go slack (``WRENCH_MIN_TENSION_SHARE``).
+    ``arms`` (n, 3: the attachment points from the load's centre of mass, world), changed by
+    the least (sum of squares) that makes them supply the load reference's wrench: the force
+    ``m_L (a - g)`` and the torque ``R (I alpha + omega x I omega)`` (``w``, ``alpha`` body
+    frame, ``inertia`` the principal moments). A tilted hover cone supplies the force but, with
+    the attachment points fixed on a level load, a torque that tilts the load while it
+    accelerates; these do not. In place; kept as they were where a cable would go slack
+    (``WRENCH_MIN_TENSION_SHARE``). ``gram`` (6, 6), ``residual``, ``lam`` (6) and ``changed``
+    (n, 3) are scratch.
 
     The least change is ``f - A^T (A A^T)^-1 (A f - b)`` with ``A f`` the forces' sum and
-    torque about the centre of mass: a 6 x 6 solve whatever the number of cables."""
+    torque about the centre of mass: a 6 x 6 solve whatever the number of cables, with
+    ``A A^T = [[n I, -[S]x], [[S]x, sum(|r|^2 I - r r^T)]]``, ``S`` the sum of the arms."""
     n = units.shape[0]
-    forces = np.empty((n, 3))
-    for i in range(n):
-        for c in range(3):
-            forces[i, c] = pulls[i] * units[i, c]
     Iw0, Iw1, Iw2 = inertia[0] * w[0], inertia[1] * w[1], inertia[2] * w[2]
     b0 = inertia[0] * alpha[0] + (w[1] * Iw2 - w[2] * Iw1)
     b1 = inertia[1] * alpha[1] + (w[2] * Iw0 - w[0] * Iw2)
     b2 = inertia[2] * alpha[2] + (w[0] * Iw1 - w[1] * Iw0)
-    residual = np.zeros(6)  # A f - b: force, then torque
-    residual[0], residual[1], residual[2] = -force0, -force1, -force2
+    residual[0], residual[1], residual[2] = -force0, -force1, -force2  # A f - b
     for c in range(3):
         residual[3 + c] = -(R[c, 0] * b0 + R[c, 1] * b1 + R[c, 2] * b2)
-    gram = np.zeros((6, 6))  # A A^T with A = [I ... I; [r_1]x ... [r_n]x]
+    gram[:, :] = 0.0
+    s0 = s1 = s2 = 0.0
     for i in range(n):
         r0, r1, r2 = arms[i, 0], arms[i, 1], arms[i, 2]
-        f0, f1, f2 = forces[i, 0], forces[i, 1], forces[i, 2]
+        f0, f1, f2 = pulls[i] * units[i, 0], pulls[i] * units[i, 1], pulls[i] * units[i, 2]
         residual[0] += f0
         residual[1] += f1
         residual[2] += f2
         residual[3] += r1 * f2 - r2 * f1
         residual[4] += r2 * f0 - r0 * f2
         residual[5] += r0 * f1 - r1 * f0
-        cross = np.array([[0.0, -r2, r1], [r2, 0.0, -r0], [-r1, r0, 0.0]])
+        s0, s1, s2 = s0 + r0, s1 + r1, s2 + r2
+        square = r0 * r0 + r1 * r1 + r2 * r2
+        r = (r0, r1, r2)
         for a in range(3):
-            gram[a, a] += 1.0
+            gram[3 + a, 3 + a] += square
             for b in range(3):
-                gram[3 + a, b] += cross[a, b]
-                gram[b, 3 + a] += cross[a, b]
-                gram[3 + a, 3 + b] += (cross[a, 0] * cross[b, 0] + cross[a, 1] * cross[b, 1]
-                                       + cross[a, 2] * cross[b, 2])
-    ridge = WRENCH_REGULARIZATION * (gram[0, 0] + gram[1, 1] + gram[2, 2] + gram[3, 3]
-                                     + gram[4, 4] + gram[5, 5])
+                gram[3 + a, 3 + b] -= r[a] * r[b]
+    for a in range(3):
+        gram[a, a] = n
+    # [S]x below the diagonal, its transpose -[S]x above
+    gram[4, 0], gram[5, 0], gram[3, 1], gram[5, 1], gram[3, 2], gram[4, 2] = (
+        s2, -s1, -s2, s0, s1, -s0)
+    for a in range(3):
+        for b in range(3):
+            gram[a, 3 + b] = gram[3 + b, a]
+    trace = 0.0
     for a in range(6):
-        gram[a, a] += ridge
-    lam = np.linalg.solve(gram, residual)
-    changed = np.empty((n, 3))
+        trace += gram[a, a]
+    for a in range(6):
+        gram[a, a] += WRENCH_REGULARIZATION * trace
+    _solve_spd6(gram, residual, lam)
     for i in range(n):
         r0, r1, r2 = arms[i, 0], arms[i, 1], arms[i, 2]
+        f0, f1, f2 = pulls[i] * units[i, 0], pulls[i] * units[i, 1], pulls[i] * units[i, 2]
         # A^T lam for cable i: lam_force + [r_i]x^T lam_torque = lam_force + lam_torque x r_i
-        changed[i, 0] = forces[i, 0] - (lam[0] + lam[4] * r2 - lam[5] * r1)
-        changed[i, 1] = forces[i, 1] - (lam[1] + lam[5] * r0 - lam[3] * r2)
-        changed[i, 2] = forces[i, 2] - (lam[2] + lam[3] * r1 - lam[4] * r0)
-        along = (changed[i, 0] * forces[i, 0] + changed[i, 1] * forces[i, 1]
-                 + changed[i, 2] * forces[i, 2])
-        before = forces[i, 0] ** 2 + forces[i, 1] ** 2 + forces[i, 2] ** 2
-        if along < WRENCH_MIN_TENSION_SHARE * before:  # the tension along the old direction
-            return
+        changed[i, 0] = f0 - (lam[0] + lam[4] * r2 - lam[5] * r1)
+        changed[i, 1] = f1 - (lam[1] + lam[5] * r0 - lam[3] * r2)
+        changed[i, 2] = f2 - (lam[2] + lam[3] * r1 - lam[4] * r0)
+        along = changed[i, 0] * f0 + changed[i, 1] * f1 + changed[i, 2] * f2
+        if along < WRENCH_MIN_TENSION_SHARE * (f0 * f0 + f1 * f1 + f2 * f2):
+            return  # a cable would slacken: the tilted cone stays
     for i in range(n):
         pull = math.sqrt(changed[i, 0] ** 2 + changed[i, 1] ** 2 + changed[i, 2] ** 2)
         pulls[i] = pull
@@ -160,6 +194,7 @@ def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tension
     units = np.empty((n, 3))  # cable directions, quadrotor side
     pulls = np.empty(n)  # tensions
     arms = np.empty((n, 3))
+    gram, residual, lam, changed = np.empty((6, 6)), np.empty(6), np.empty(6), np.empty((n, 3))
     for k in range(ref_p.shape[0]):
         w, x, y, z = ref_q[k, 0], ref_q[k, 1], ref_q[k, 2], ref_q[k, 3]
         norm = math.sqrt(w * w + x * x + y * y + z * z)
@@ -196,7 +231,8 @@ def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tension
             arms[i, 2] = R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2
         if wrench:
             _wrench_forces(units, pulls, arms, R, ref_w[k], ref_alpha[k], load_mass * need0,
-                           load_mass * need1, load_mass * need2, load_inertia)
+                           load_mass * need1, load_mass * need2, load_inertia, gram,
+                           residual, lam, changed)
         for i in range(n):
             u0, u1, u2 = units[i, 0], units[i, 1], units[i, 2]
             pull = pulls[i]
