@@ -582,7 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("simulate", help="fly one planner on the embedded simulator or a ROS world")
     p.add_argument("--planner", default="formation",
-                   help="formation, formation-tilt, teacher or student; several, "
+                   help="formation, formation-tilt, formation-wrench, teacher or student; several, "
                         "comma-separated, side by side; `nodes` (with --backend gazebo): the "
                         "planners run as `cableload node` processes")
     p.add_argument("--backend", choices=["embedded", "gazebo"], default="embedded",

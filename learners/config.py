@@ -110,6 +110,9 @@ class TrainingConfig:
     learning_rate_final: float = 3e-4
     """Learning rate reached at the last round (geometric decay over rounds)."""
     weight_decay: float = 0.0
+    node_weight_s: float = 0.0
+    """Weigh the horizon's nodes in the loss by ``exp(-t / node_weight_s)`` at their times t
+    (0: all alike): the first nodes are what is flown before the next plan."""
     ema: float = 0.0
     """Decay per optimizer step of an exponential moving average of the weights (0: none).
     With it the average is the round's student: it flies the next round's episodes, is
@@ -221,6 +224,8 @@ def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
         ("dagger.perturb_share", d.perturb_share, 0.0 <= d.perturb_share <= 1.0,
          "between 0 and 1"),
         ("training.ema", t.ema, 0.0 <= t.ema < 1.0, "in [0, 1) (0: no average)"),
+        ("training.node_weight_s", t.node_weight_s, t.node_weight_s >= 0.0,
+         ">= 0 s (0: every node alike)"),
         ("dagger.perturb_load_mass", d.perturb_load_mass, 1.0 <= d.perturb_load_mass <= 3.0,
          "between 1 and 3"),
         ("dagger.perturb_attachment_m", d.perturb_attachment_m,

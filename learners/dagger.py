@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from cableload_sim.errors import CableloadError, OutputExistsError, ResourceError, UsageError
-from cableload_sim.horizon import N_NODES
+from cableload_sim.horizon import N_NODES, node_offsets
 from cableload_sim.resources import available_memory, gigabytes
 from learners.config import TrainConfig, check_references_flyable, validate
 from learners.distribution import ReferenceSpec
@@ -395,10 +395,10 @@ OUTPUT_STD_FLOOR = np.array([0.05] * 3 + [0.5] * 3 + [0.2] * 3 + [1.0] * 3)
 
 
 def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor,
-               huber: bool = True) -> torch.Tensor:
+               huber: bool = True, weights: torch.Tensor | None = None) -> torch.Tensor:
     """Mean losses of the normalized errors of p, w, v, a (4,): squared, or Huber (quadratic
     below one standard deviation, linear above, so the rare labels of wild states do not
-    swamp the rest)."""
+    swamp the rest); ``weights`` (nodes,), mean 1, weigh the horizon's nodes."""
     prediction = torch.cat([out["p"], out["w"], out["v"], out["a"]], dim=-1)
     error = (prediction - target) / std
     if huber:
@@ -406,16 +406,30 @@ def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor,
                                               delta=1.0)
     else:
         loss = error**2
+    if weights is not None:
+        loss = loss * weights[:, None]
     return torch.stack([loss[..., 3 * k : 3 * k + 3].mean() for k in range(4)])
+
+
+def node_weights(nodes: torch.Tensor, horizon_s: float) -> torch.Tensor | None:
+    """Weights of the horizon's nodes ``nodes`` in the loss: ``exp(-t / horizon_s)`` at each
+    node's time t, scaled to mean 1 over them (None for ``horizon_s`` 0: uniform). A plan is
+    flown for a planner period or two before the next replaces it: its first nodes are what
+    the flight feels, while the teacher's far nodes vary with what the student cannot see."""
+    if horizon_s <= 0.0:
+        return None
+    times = torch.as_tensor(node_offsets(), dtype=torch.float32)[nodes]
+    weights = torch.exp(-times / horizon_s)
+    return weights / weights.mean()
 
 
 def train_epochs(net: StudentNet, optimizer, data, epochs: int, batch_size: int,
                  generator: torch.Generator, progress=None, nodes: int = 21,
-                 after_step: Callable[[], None] | None = None) -> float:
+                 after_step: Callable[[], None] | None = None, weight_s: float = 0.0) -> float:
     """Train ``epochs`` passes over ``data`` (``learners.store.Samples``, streamed a batch at
     a time, or a dict of arrays), each batch's loss on ``nodes`` random horizon nodes
-    (``after_step`` is called after each optimizer step); returns the last epoch's mean
-    loss."""
+    (``after_step`` is called after each optimizer step; ``weight_s``: ``node_weights``);
+    returns the last epoch's mean loss."""
     samples = data if isinstance(data, Samples) else Samples([data])
     std = net.out_std
     n = len(samples)
@@ -431,7 +445,8 @@ def train_epochs(net: StudentNet, optimizer, data, epochs: int, batch_size: int,
                                                generator=generator)[:nodes])[0]
             out = net.predict(batch["ego"], batch["load"], batch["ref"], batch["prior"],
                               nodes=chosen, with_jerk=False)
-            loss = loss_terms(out, batch["target"][:, chosen], std).sum()
+            loss = loss_terms(out, batch["target"][:, chosen], std,
+                              weights=node_weights(chosen, weight_s)).sum()
             value = loss.item()
             if not np.isfinite(value):
                 rate = optimizer.param_groups[0]["lr"]
@@ -666,7 +681,8 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             try:
                 loss = train_epochs(net, optimizer, data, d.epochs, config.training.batch_size,
                                     generator, epoch_bar, config.training.train_nodes,
-                                    after_step=average.update)
+                                    after_step=average.update,
+                                    weight_s=config.training.node_weight_s)
             except TrainingDiverged as err:
                 raise TrainingDiverged(
                     f"{out_dir}: round {k}: {err}; no checkpoint of this round was saved and no "

@@ -69,6 +69,9 @@ class NetworkConfig:
     frame: str = "world"
     """Axes of the inputs and outputs (``planners.student.FRAMES``): ``world`` or
     ``load-yaw`` (turning with the load's yaw: equivariant to yaw)."""
+    zero_init: bool = False
+    """Start the decoder's output layer at zero: an untrained student flies its prior exactly
+    (with ``residual``), and training moves it away only as far as the labels pull it."""
     prior: str = "formation-tilt"
     """The formation the student plans relative to (``planners.student.PRIORS``):
     ``formation-tilt`` or ``formation-wrench`` (its cables also supply the load reference's
@@ -87,6 +90,8 @@ class NetworkConfig:
         if self.prior not in ("formation-tilt", "formation-wrench"):
             raise ValueError("prior: expected 'formation-tilt' or 'formation-wrench', got "
                              f"{self.prior!r}")
+        if not isinstance(self.zero_init, bool):
+            raise ValueError(f"zero_init: expected true or false, got {self.zero_init!r}")
         if not isinstance(self.residual, bool):
             raise ValueError(f"residual: expected true or false, got {self.residual!r}")
 
@@ -195,6 +200,9 @@ class StudentNet(nn.Module):
         self.time_weight = nn.Parameter(torch.randn(width) * 0.5)
         self.hidden = nn.ModuleList(nn.Linear(width, width) for _ in range(config.decoder_layers - 1))
         self.out = nn.Linear(width, outputs)
+        if config.zero_init:
+            nn.init.zeros_(self.out.weight)
+            nn.init.zeros_(self.out.bias)
         tau = torch.tensor(node_offsets() / HORIZON_S, dtype=torch.float32)
         self.register_buffer("tau", tau)
         # normalization statistics (set from data by ``set_normalization``)

@@ -95,8 +95,8 @@ def _solve_spd6(G, b, x):
 
 
 WRENCH_MIN_TENSION_SHARE = 0.2
-"""A wrench formation whose cable would pull with less than this share of its tilted-cone
-tension (or push) is not used at that instant: the tilted cone is kept there."""
+"""No cable of the wrench formation pulls with less than this share of its tilted-cone tension
+(along the tilted direction): the change toward the wrench is cut short there."""
 
 WRENCH_REGULARIZATION = 1e-12
 """Relative regularization of ``A A^T`` in ``_wrench_forces`` (two cables cannot exert every
@@ -112,9 +112,10 @@ def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, iner
     ``m_L (a - g)`` and the torque ``R (I alpha + omega x I omega)`` (``w``, ``alpha`` body
     frame, ``inertia`` the principal moments). A tilted hover cone supplies the force but, with
     the attachment points fixed on a level load, a torque that tilts the load while it
-    accelerates; these do not. In place; kept as they were where a cable would go slack
-    (``WRENCH_MIN_TENSION_SHARE``). ``gram`` (6, 6), ``residual``, ``lam`` (6) and ``changed``
-    (n, 3) are scratch.
+    accelerates; these do not. In place. Where the change would slacken a cable (below
+    ``WRENCH_MIN_TENSION_SHARE`` of its tension along its old direction) only the largest
+    share of it that does not is made, so the formation stays continuous. ``gram`` (6, 6),
+    ``residual``, ``lam`` (6) and ``changed`` (n, 3) are scratch.
 
     The least change is ``f - A^T (A A^T)^-1 (A f - b)`` with ``A f`` the forces' sum and
     torque about the centre of mass: a 6 x 6 solve whatever the number of cables, with
@@ -159,21 +160,26 @@ def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, iner
     for a in range(6):
         gram[a, a] += WRENCH_REGULARIZATION * trace
     _solve_spd6(gram, residual, lam)
+    share = 1.0  # of the change, the most that leaves every cable pulling enough
     for i in range(n):
         r0, r1, r2 = arms[i, 0], arms[i, 1], arms[i, 2]
         f0, f1, f2 = pulls[i] * units[i, 0], pulls[i] * units[i, 1], pulls[i] * units[i, 2]
         # A^T lam for cable i: lam_force + [r_i]x^T lam_torque = lam_force + lam_torque x r_i
-        changed[i, 0] = f0 - (lam[0] + lam[4] * r2 - lam[5] * r1)
-        changed[i, 1] = f1 - (lam[1] + lam[5] * r0 - lam[3] * r2)
-        changed[i, 2] = f2 - (lam[2] + lam[3] * r1 - lam[4] * r0)
-        along = changed[i, 0] * f0 + changed[i, 1] * f1 + changed[i, 2] * f2
-        if along < WRENCH_MIN_TENSION_SHARE * (f0 * f0 + f1 * f1 + f2 * f2):
-            return  # a cable would slacken: the tilted cone stays
+        d0 = lam[0] + lam[4] * r2 - lam[5] * r1
+        d1 = lam[1] + lam[5] * r0 - lam[3] * r2
+        d2 = lam[2] + lam[3] * r1 - lam[4] * r0
+        changed[i, 0], changed[i, 1], changed[i, 2] = d0, d1, d2
+        # the tension along the old direction, |f|^2 - s f.d, must stay >= share_min |f|^2
+        square, toward = f0 * f0 + f1 * f1 + f2 * f2, f0 * d0 + f1 * d1 + f2 * d2
+        if toward > 0.0:
+            share = min(share, (1.0 - WRENCH_MIN_TENSION_SHARE) * square / toward)
     for i in range(n):
-        pull = math.sqrt(changed[i, 0] ** 2 + changed[i, 1] ** 2 + changed[i, 2] ** 2)
+        f0 = pulls[i] * units[i, 0] - share * changed[i, 0]
+        f1 = pulls[i] * units[i, 1] - share * changed[i, 1]
+        f2 = pulls[i] * units[i, 2] - share * changed[i, 2]
+        pull = math.sqrt(f0 * f0 + f1 * f1 + f2 * f2)
         pulls[i] = pull
-        for c in range(3):
-            units[i, c] = changed[i, c] / pull
+        units[i, 0], units[i, 1], units[i, 2] = f0 / pull, f1 / pull, f2 / pull
 
 
 @njit(cache=True)
@@ -408,11 +414,12 @@ class FormationPlanner:
             A = np.vstack([np.hstack([np.eye(3)] * len(arms[k])),
                            np.hstack([_skew(r) for r in arms[k]])])
             f = pull[k].ravel()
-            changed, *_ = np.linalg.lstsq(A, A @ f - wanted[k], rcond=None)
-            changed = (f - changed).reshape(-1, 3)
-            if np.all(np.sum(changed * pull[k], -1) >= WRENCH_MIN_TENSION_SHARE
-                      * np.sum(pull[k] ** 2, -1)):
-                out[k] = changed
+            change, *_ = np.linalg.lstsq(A, A @ f - wanted[k], rcond=None)
+            change = change.reshape(-1, 3)
+            toward = np.sum(pull[k] * change, -1)
+            limits = (1.0 - WRENCH_MIN_TENSION_SHARE) * np.sum(pull[k] ** 2, -1)[toward > 0]
+            share = min(1.0, float(np.min(limits / toward[toward > 0], initial=1.0)))
+            out[k] = pull[k] - share * change
         return out
 
     def _from_ground(self, reference, times, p, pull):

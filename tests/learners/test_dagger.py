@@ -310,3 +310,14 @@ def test_beta_max_caps_the_students_share():
         train_config_from_dict({"dagger": {"beta_max": 1.5}})
     with pytest.raises(ConfigError, match=r"training.ema: expected in \[0, 1\)"):
         train_config_from_dict({"training": {"ema": 1.0}})
+
+
+def test_node_weights_favour_the_first_nodes_and_average_one():
+    import torch
+
+    from learners.dagger import node_weights
+
+    assert node_weights(torch.arange(21), 0.0) is None
+    weights = node_weights(torch.tensor([0, 5, 20]), 0.3)
+    assert torch.isclose(weights.mean(), torch.tensor(1.0))
+    assert weights[0] > weights[1] > weights[2] > 0.0

@@ -258,3 +258,23 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
                                            atol=1e-12)
         else:
             assert broken > 0, case
+
+
+def test_a_zero_initialized_student_plans_its_prior_exactly(paper_config):
+    """``network.zero_init``: before any training the residual decoder adds nothing, so the
+    student's plans are its prior's (here the wrench formation, anchored at each quadrotor)."""
+    net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw",
+                                   prior="formation-wrench")).eval()
+    reference = make_reference("eight-medium", orientation="zero-sideslip")
+    sim, _ = hover_state(paper_config)
+    planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4, frame="load-yaw",
+                                         prior="formation-wrench")
+    state = sim.world_state()
+    encoded = planner.observe(state, reference)
+    plans = planner.act(encoded, state.uav_p)
+    slots = planner.prior.slot_plans(state.t, reference)
+    for i, plan in enumerate(plans):
+        expected = planner.prior.anchored(slots[i], state.uav_p[i])
+        for name in ("p", "v", "a", "j"):
+            np.testing.assert_allclose(getattr(plan, name), getattr(expected, name),
+                                       atol=1e-5, err_msg=name)  # float32 network
