@@ -352,6 +352,8 @@ class ObservationEncoder:
 
     def push(self, obs: LocalObservation) -> bool:
         """Take in ``obs``; a non-finite one is left out of the history (returns False)."""
+        if not math.isfinite(obs.t):
+            return False
         if not _world_rows(obs.uav_p, obs.uav_v, obs.uav_q, obs.uav_omega, obs.cable_uav_end,
                            obs.load_p, obs.load_q, obs.cable_load_end,
                            self.ego_ring[self.head], self.load_ring[self.head]):
