@@ -98,45 +98,14 @@ WRENCH_MIN_TENSION_SHARE = 0.2
 """No cable of the wrench formation pulls with less than this share of its tilted-cone tension
 (along the tilted direction): the change toward the wrench is cut short there."""
 
-WRENCH_MIN_SEPARATION_M = 1.0
-"""The wrench change never brings two quadrotors' cable ends closer than this (m; the
-teacher's default ``min_distance``), or than the tilted cone has them if that is closer: at
-large accelerations the full change folds the formation (four quadrotors on a 2.3 m/s loop with
-0.6 m turns: slots 0.83 m apart against the cone's 1.15 m, and 0.39 m in flight)."""
-
-WRENCH_SEPARATION_BISECTIONS = 12
-"""Bisection steps for the largest share of the change that keeps that separation."""
-
 WRENCH_REGULARIZATION = 1e-12
 """Relative regularization of ``A A^T`` in ``_wrench_forces`` (two cables cannot exert every
 torque: the least-squares wrench is taken then)."""
 
 
 @njit(cache=True)
-def _closest_ends(units, pulls, arms, lengths, change, share, ends):
-    """The smallest distance between two cables' quadrotor ends (from the load's centre of
-    mass: ``arms + lengths * direction``) with ``share`` of ``change`` taken from the forces
-    ``pulls * units``; ``ends`` (n, 3) is scratch."""
-    n = units.shape[0]
-    for i in range(n):
-        f0 = pulls[i] * units[i, 0] - share * change[i, 0]
-        f1 = pulls[i] * units[i, 1] - share * change[i, 1]
-        f2 = pulls[i] * units[i, 2] - share * change[i, 2]
-        scale = lengths[i] / math.sqrt(f0 * f0 + f1 * f1 + f2 * f2)
-        ends[i, 0] = arms[i, 0] + scale * f0
-        ends[i, 1] = arms[i, 1] + scale * f1
-        ends[i, 2] = arms[i, 2] + scale * f2
-    closest_sq = np.inf
-    for i in range(n):
-        for j in range(i + 1, n):
-            e0, e1, e2 = ends[i, 0] - ends[j, 0], ends[i, 1] - ends[j, 1], ends[i, 2] - ends[j, 2]
-            closest_sq = min(closest_sq, e0 * e0 + e1 * e1 + e2 * e2)
-    return math.sqrt(closest_sq)
-
-
-@njit(cache=True)
-def _wrench_forces(units, pulls, arms, lengths, R, w, alpha, force0, force1, force2, inertia,
-                   gram, residual, lam, changed, ends):
+def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, inertia, gram,
+                   residual, lam, changed):
     """The cable forces ``pulls * units`` (tensions (n,), directions (n, 3), world), pulling at
     ``arms`` (n, 3: the attachment points from the load's centre of mass, world), changed by
     the least (sum of squares) that makes them supply the load reference's wrench: the force
@@ -145,10 +114,8 @@ def _wrench_forces(units, pulls, arms, lengths, R, w, alpha, force0, force1, for
     the attachment points fixed on a level load, a torque that tilts the load while it
     accelerates; these do not. In place. Where the change would slacken a cable (below
     ``WRENCH_MIN_TENSION_SHARE`` of its tension along its old direction) only the largest
-    share of it that does not is made, so the formation stays continuous; the same where it
-    would bring two quadrotors too close (``WRENCH_MIN_SEPARATION_M``; ``lengths``: the
-    cables'). ``gram`` (6, 6), ``residual``, ``lam`` (6), ``changed`` and ``ends`` (n, 3) are
-    scratch.
+    share of it that does not is made, so the formation stays continuous. ``gram`` (6, 6),
+    ``residual``, ``lam`` (6) and ``changed`` (n, 3) are scratch.
 
     The least change is ``f - A^T (A A^T)^-1 (A f - b)`` with ``A f`` the forces' sum and
     torque about the centre of mass: a 6 x 6 solve whatever the number of cables, with
@@ -206,21 +173,6 @@ def _wrench_forces(units, pulls, arms, lengths, R, w, alpha, force0, force1, for
         square, toward = f0 * f0 + f1 * f1 + f2 * f2, f0 * d0 + f1 * d1 + f2 * d2
         if toward > 0.0:
             share = min(share, (1.0 - WRENCH_MIN_TENSION_SHARE) * square / toward)
-    # nor may it bring two quadrotors' cable ends closer than WRENCH_MIN_SEPARATION_M (or than
-    # the tilted cone has them, if that is closer): the largest such share, by bisection
-    closest = _closest_ends(units, pulls, arms, lengths, changed, share, ends)
-    if closest < WRENCH_MIN_SEPARATION_M:
-        floor = min(WRENCH_MIN_SEPARATION_M,
-                    _closest_ends(units, pulls, arms, lengths, changed, 0.0, ends))
-    if closest < WRENCH_MIN_SEPARATION_M and closest < floor:
-        low, high = 0.0, share
-        for _ in range(WRENCH_SEPARATION_BISECTIONS):
-            middle = 0.5 * (low + high)
-            if _closest_ends(units, pulls, arms, lengths, changed, middle, ends) < floor:
-                high = middle
-            else:
-                low = middle
-        share = low
     for i in range(n):
         f0 = pulls[i] * units[i, 0] - share * changed[i, 0]
         f1 = pulls[i] * units[i, 1] - share * changed[i, 1]
@@ -248,8 +200,7 @@ def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tension
     units = np.empty((n, 3))  # cable directions, quadrotor side
     pulls = np.empty(n)  # tensions
     arms = np.empty((n, 3))
-    gram, residual, lam = np.empty((6, 6)), np.empty(6), np.empty(6)
-    changed, ends = np.empty((n, 3)), np.empty((n, 3))
+    gram, residual, lam, changed = np.empty((6, 6)), np.empty(6), np.empty(6), np.empty((n, 3))
     for k in range(ref_p.shape[0]):
         w, x, y, z = ref_q[k, 0], ref_q[k, 1], ref_q[k, 2], ref_q[k, 3]
         norm = math.sqrt(w * w + x * x + y * y + z * z)
@@ -285,10 +236,9 @@ def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tension
             arms[i, 1] = R[1, 0] * a0 + R[1, 1] * a1 + R[1, 2] * a2
             arms[i, 2] = R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2
         if wrench:
-            _wrench_forces(units, pulls, arms, lengths, R, ref_w[k], ref_alpha[k],
-                           load_mass * need0,
+            _wrench_forces(units, pulls, arms, R, ref_w[k], ref_alpha[k], load_mass * need0,
                            load_mass * need1, load_mass * need2, load_inertia, gram,
-                           residual, lam, changed, ends)
+                           residual, lam, changed)
         for i in range(n):
             u0, u1, u2 = units[i, 0], units[i, 1], units[i, 2]
             pull = pulls[i]
@@ -469,21 +419,6 @@ class FormationPlanner:
             toward = np.sum(pull[k] * change, -1)
             limits = (1.0 - WRENCH_MIN_TENSION_SHARE) * np.sum(pull[k] ** 2, -1)[toward > 0]
             share = min(1.0, float(np.min(limits / toward[toward > 0], initial=1.0)))
-
-            def closest(s, k=k, change=change):
-                f = pull[k] - s * change
-                ends = arms[k] + self.lengths[:, None] * f / np.linalg.norm(f, axis=-1,
-                                                                             keepdims=True)
-                gaps = np.linalg.norm(ends[:, None] - ends[None], axis=-1)
-                return gaps[np.triu_indices(len(ends), 1)].min()
-
-            floor = min(WRENCH_MIN_SEPARATION_M, closest(0.0))
-            if closest(share) < floor:
-                low, high = 0.0, share
-                for _ in range(WRENCH_SEPARATION_BISECTIONS):
-                    middle = 0.5 * (low + high)
-                    low, high = (low, middle) if closest(middle) < floor else (middle, high)
-                share = low
             out[k] = pull[k] - share * change
         return out
 

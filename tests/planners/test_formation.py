@@ -159,28 +159,3 @@ def test_the_wrench_formation_keeps_the_load_level_on_a_fast_eight(paper_config)
 def test_the_wrench_formation_needs_the_tilt(paper_config):
     with pytest.raises(ValueError, match="wrench"):
         FormationPlanner(paper_config.system, tilt=False, wrench=True)
-
-
-def test_the_wrench_formation_does_not_fold_at_large_accelerations():
-    """Four quadrotors on a loop at 2.3 m/s with 0.6 m turns (7.6 m/s^2): the full wrench
-    change would bring two slots 0.83 m apart (the tilted cone keeps 1.15 m); the change is
-    cut short so that no two cable ends come closer than WRENCH_MIN_SEPARATION_M (1 m)."""
-    import planners.formation as formation
-    from cableload_sim.params import load_config
-
-    system = load_config(uavs=4).system
-    reference = make_reference("loop", seed=7, harmonics=6, size=3.7, speed=2.3, min_radius=0.6)
-    times = np.linspace(3.0, 40.0, 1851)
-
-    def closest(p):
-        return min(np.linalg.norm(p[:, i] - p[:, j], axis=1).min()
-                   for i in range(4) for j in range(i + 1, 4))
-
-    planner = FormationPlanner(system, tilt=True, wrench=True)
-    assert closest(planner._formation(reference, times)[0]) > 0.99
-    saved = formation.WRENCH_MIN_SEPARATION_M
-    try:  # the NumPy definition reads the constant when called: without the cap it folds
-        formation.WRENCH_MIN_SEPARATION_M = 0.0
-        assert closest(planner._formation_numpy(reference, times)[0]) < 0.9
-    finally:
-        formation.WRENCH_MIN_SEPARATION_M = saved
