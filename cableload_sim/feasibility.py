@@ -18,7 +18,7 @@ import numpy as np
 from cableload_sim.errors import UsageError
 from cableload_sim.params import Config, SystemParams
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_geometry, hover_state
+from cableload_sim.statics import hover_geometry, hover_state, load_wrench, skew, wrench_correction
 
 HOVER_THRUST_LIMIT = 0.95
 """Largest hover thrust as a fraction of a quadrotor's maximum. Above it the rotors saturate
@@ -316,18 +316,8 @@ def _quasi_static_forces(system: SystemParams, s) -> tuple[np.ndarray, np.ndarra
     turn = Q @ R
     forces = scale[:, None, None] * np.einsum("kab,nb->kna", turn, hover_forces)
     # Least-squares correction to the load's wrench: m a + m g e_z and R (J alpha + w x J w).
-    load = system.load
-    J = load.inertia_matrix()
-    body_torque = s.alpha @ J.T + np.cross(s.omega, s.omega @ J.T)
-    torque = np.einsum("kab,kb->ka", R, body_torque)
     arms = np.einsum("kab,nb->kna", R, system.attachment_array())
-    residual = np.concatenate([load.mass * specific - forces.sum(axis=1),
-                               torque - np.cross(arms, forces).sum(axis=1)], axis=1)
-    grasp = np.concatenate([np.tile(np.eye(3), (len(R), 1, system.n_uavs)),
-                            np.concatenate([_skew(arms[:, i]) for i in range(system.n_uavs)],
-                                           axis=2)], axis=1)  # (K, 6, 3n)
-    correction = np.einsum("kij,kj->ki", np.linalg.pinv(grasp, rcond=1e-9), residual)
-    forces = forces + correction.reshape(len(R), system.n_uavs, 3)
+    forces = forces + wrench_correction(forces, arms, *load_wrench(system, R, s))
     # Each quadrotor rides rigidly with the load.
     body_offsets = np.einsum("kab,nb->kna", R, offsets)
     omega_w = np.einsum("kab,kb->ka", R, s.omega)
@@ -344,15 +334,6 @@ def _tilt_from_vertical(directions: np.ndarray) -> np.ndarray:
     unit = directions / np.linalg.norm(directions, axis=1, keepdims=True)
     k = np.cross(np.array([0.0, 0.0, 1.0]), unit)
     c = unit[:, 2]
-    K = _skew(k)
+    K = skew(k)
     factor = np.where(c > -1.0 + 1e-12, 1.0 / (1.0 + c), 0.0)
     return np.eye(3) + K + factor[:, None, None] * (K @ K)
-
-
-def _skew(v: np.ndarray) -> np.ndarray:
-    """(K, 3, 3) cross-product matrices of (K, 3) vectors."""
-    out = np.zeros((*v.shape[:-1], 3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
-    return out

@@ -213,3 +213,40 @@ def swing_frequencies(system: SystemParams, geometry: HoverGeometry | None = Non
     centre = np.linalg.norm(modes[:2], axis=0) / np.maximum(np.abs(modes[3:]).max(axis=0), 1e-300)
     swings = (omega2 > 0.0) & (omega2 < 60.0**2) & (centre > SWING_CENTRE_MOTION)
     return np.sort(np.sqrt(omega2[swings]))
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) cross-product matrices of (..., 3) vectors: ``skew(v) @ x = v x x``."""
+    v = np.asarray(v, dtype=float)
+    out = np.zeros((*v.shape[:-1], 3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
+    return out
+
+
+def load_wrench(system: SystemParams, R: np.ndarray, s) -> tuple[np.ndarray, np.ndarray]:
+    """What the cables must exert on the load to move it along the reference samples ``s``
+    (attitudes ``R`` (K, 3, 3)): the force ``m (a + g e_z)`` and the torque about its centre of
+    mass ``R (J alpha + omega x J omega)``, world frame, (K, 3) each."""
+    load = system.load
+    J = load.inertia_matrix()
+    body_torque = s.alpha @ J.T + np.cross(s.omega, s.omega @ J.T)
+    force = load.mass * (s.a + np.array([0.0, 0.0, system.gravity]))
+    return force, np.einsum("kab,kb->ka", R, body_torque)
+
+
+def wrench_correction(forces: np.ndarray, arms: np.ndarray, force: np.ndarray,
+                      torque: np.ndarray) -> np.ndarray:
+    """The least (sum of squares) change (K, n, 3) of cable forces ``forces`` (K, n, 3),
+    pulling at ``arms`` (K, n, 3) from the load's centre of mass, after which they exert
+    ``force`` and ``torque`` (K, 3) on the load; least squares where they cannot (two cables
+    exert no torque about the line through their attachment points)."""
+    k, n = forces.shape[:2]
+    residual = np.concatenate([force - forces.sum(axis=1),
+                               torque - np.cross(arms, forces).sum(axis=1)], axis=1)
+    grasp = np.concatenate([np.tile(np.eye(3), (k, 1, n)),
+                            np.concatenate([skew(arms[:, i]) for i in range(n)], axis=2)],
+                           axis=1)  # (K, 6, 3n)
+    correction = np.einsum("kij,kj->ki", np.linalg.pinv(grasp, rcond=1e-9), residual)
+    return correction.reshape(k, n, 3)

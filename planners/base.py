@@ -11,6 +11,7 @@ the quadrotor's position when there is none, and the replacement is counted.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -61,22 +62,29 @@ class PlanBounds:
     max_body_rate: float = 20.0
     """Largest reference body rate (rad/s)."""
 
+    @functools.cached_property
+    def limits(self) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+        """The box's corners as arrays and the squared speed, acceleration and body rate
+        limits: what the checks compare with (every decision of every quadrotor passes here),
+        made once."""
+        return (np.asarray(self.position_min, dtype=float),
+                np.asarray(self.position_max, dtype=float), float(self.max_speed) ** 2,
+                float(self.max_acceleration) ** 2, float(self.max_body_rate) ** 2)
+
     def violation(self, plan: UavTrajectory) -> str | None:
         """Why ``plan`` may not be flown, or None."""
         if not plan.is_finite():
             return "non-finite value"
         if np.any(np.diff(plan.t) <= 0.0):
             return "node times not increasing"
-        lo = np.asarray(self.position_min)
-        hi = np.asarray(self.position_max)
+        lo, hi, speed_sq, acceleration_sq, rate_sq = self.limits
         if np.any(plan.p < lo) or np.any(plan.p > hi):
             return f"position outside [{lo.tolist()}, {hi.tolist()}]"
-        # squared norms: every decision of every quadrotor passes here
-        if _largest_square(plan.v) > self.max_speed**2:
+        if _largest_square(plan.v) > speed_sq:
             return f"speed above {self.max_speed} m/s"
-        if _largest_square(plan.a) > self.max_acceleration**2:
+        if _largest_square(plan.a) > acceleration_sq:
             return f"acceleration above {self.max_acceleration} m/s^2"
-        if _largest_square(plan.body_rates) > self.max_body_rate**2:
+        if _largest_square(plan.body_rates) > rate_sq:
             return f"body rate above {self.max_body_rate} rad/s"
         return None
 

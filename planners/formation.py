@@ -35,7 +35,7 @@ from numba import njit
 from cableload_sim.horizon import node_times
 from cableload_sim.params import SystemParams
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_geometry
+from cableload_sim.statics import hover_geometry, load_wrench, wrench_correction
 from cableload_sim.trajectories import LoadReferenceSample
 from cableload_sim.world import UavTrajectory, WorldState
 
@@ -392,7 +392,7 @@ class FormationPlanner:
         arms = (R_L @ self.rho.T).transpose(0, 2, 1)
         pull = (self.tensions[None, :] * scale[:, None])[..., None] * u
         if self.wrench:
-            pull = self._wrench_numpy(pull, arms, R_L, ref, need)
+            pull = self._wrench_numpy(pull, arms, R_L, ref)
             u = pull / np.linalg.norm(pull, axis=-1, keepdims=True)
         load_end = ref.p[:, None, :] + arms
         quad_end = load_end + self.lengths[None, :, None] * u
@@ -402,25 +402,16 @@ class FormationPlanner:
         p = quad_end - (R_i @ self.attach[None, :, :, None])[..., 0]
         return self._from_ground(reference, times, p, pull)
 
-    def _wrench_numpy(self, pull, arms, R_L, ref, need):
+    def _wrench_numpy(self, pull, arms, R_L, ref):
         """``_wrench_forces`` in NumPy expressions: the least change of the cable forces
-        ``pull`` (k, n, 3) that supplies the reference's force and torque, by a least-norm
-        solve per sample; the forces kept where a cable would go slack."""
-        inertia = self.load_inertia
-        body = inertia * ref.alpha + np.cross(ref.omega, inertia * ref.omega)
-        wanted = np.concatenate([self.load_mass * need, (R_L @ body[..., None])[..., 0]], -1)
-        out = pull.copy()
-        for k in range(len(pull)):
-            A = np.vstack([np.hstack([np.eye(3)] * len(arms[k])),
-                           np.hstack([_skew(r) for r in arms[k]])])
-            f = pull[k].ravel()
-            change, *_ = np.linalg.lstsq(A, A @ f - wanted[k], rcond=None)
-            change = change.reshape(-1, 3)
-            toward = np.sum(pull[k] * change, -1)
-            limits = (1.0 - WRENCH_MIN_TENSION_SHARE) * np.sum(pull[k] ** 2, -1)[toward > 0]
-            share = min(1.0, float(np.min(limits / toward[toward > 0], initial=1.0)))
-            out[k] = pull[k] - share * change
-        return out
+        ``pull`` (k, n, 3) that supplies the reference's force and torque
+        (``statics.wrench_correction``), cut short where a cable would pull too little."""
+        change = -wrench_correction(pull, arms, *load_wrench(self.system, R_L, ref))
+        toward = np.sum(pull * change, -1)  # (k, n)
+        limits = (1.0 - WRENCH_MIN_TENSION_SHARE) * np.sum(pull**2, -1)
+        ratio = np.where(toward > 0.0, limits / np.where(toward > 0.0, toward, 1.0), np.inf)
+        share = np.minimum(1.0, ratio.min(axis=1))
+        return pull - share[:, None, None] * change
 
     def _from_ground(self, reference, times, p, pull):
         rest = getattr(self, "_rest", None)
@@ -498,11 +489,6 @@ class SlotArrays(NamedTuple):
 def slot_of(times: np.ndarray, out: np.ndarray, i: int) -> SlotArrays:
     """Quadrotor ``i``'s slot from ``slot_arrays_and_sample``'s arrays."""
     return SlotArrays(times, *(np.ascontiguousarray(out[m, :, i]) for m in range(5)))
-
-
-def _skew(r: np.ndarray) -> np.ndarray:
-    """The matrix of ``r x``."""
-    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
 
 
 def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:

@@ -458,10 +458,8 @@ class StudentPlanner:
         self.frame = frame
         self.bounds = bounds or PlanBounds()
         self.hover_calibration = hover_calibration
-        self._hover_residuals: dict[int, dict[str, np.ndarray]] = {}
-        self._hover_stacks: dict[int, np.ndarray] = {}
+        self._hover_residuals: dict[int, np.ndarray] = {}  # (5, nodes, 3), _OUTPUTS order
         self._no_residual = np.zeros((5, N_NODES, 3))
-        self._bounds_made_from = None
         load_kernels()
         self._hover = None  # (rest, hover reference, its slots, its samples), made once
         self.rho = system.attachment_array()
@@ -530,10 +528,10 @@ class StudentPlanner:
                               np.stack([encoded[k].prior for k in good]))
             self.infer_times.append((time.perf_counter() - start) / len(good))
             raw = np.stack([np.asarray(out[name], dtype=float) for name in _OUTPUTS], axis=1)
-            lo, hi, *limits = self._bounds_arguments()
+            lo, hi, *limits = self.bounds.limits
             for row, k in enumerate(good):
                 e = encoded[k]
-                residual = (self._hover_stack(uavs[k]) if self.hover_calibration
+                residual = (self._hover_residual_stack(uavs[k]) if self.hover_calibration
                             else self._no_residual)
                 times = node_times(e.t)
                 world = np.empty((5, N_NODES, 3))
@@ -554,23 +552,6 @@ class StudentPlanner:
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
         return self.act(self.observe(state, reference), state.uav_p)
 
-    def _bounds_arguments(self) -> tuple:
-        """``self.bounds`` as ``_output`` takes them (made again if the bounds change)."""
-        if self._bounds_made_from is not self.bounds:
-            b = self.bounds
-            self._bounds = (np.asarray(b.position_min, dtype=float),
-                            np.asarray(b.position_max, dtype=float), float(b.max_speed) ** 2,
-                            float(b.max_acceleration) ** 2, float(b.max_body_rate) ** 2)
-            self._bounds_made_from = b
-        return self._bounds
-
-    def _hover_stack(self, i: int) -> np.ndarray:
-        """``hover_residual(i)`` as one (5, nodes, 3) array in ``_OUTPUTS`` order."""
-        if i not in self._hover_stacks:
-            residual = self.hover_residual(i)
-            self._hover_stacks[i] = np.stack([residual[name] for name in _OUTPUTS])
-        return self._hover_stacks[i]
-
     def hover_residual(self, i: int) -> dict[str, np.ndarray]:
         """What the network adds to the prior for quadrotor ``i`` (outputs p, v, a, j, w in the
         frame's axes) when the system rests in its hover equilibrium under a hover reference,
@@ -582,6 +563,12 @@ class StudentPlanner:
         quadrotors head along world +x, so their attitude seen in the frame turns with the
         load's yaw). Measured on the validation draws (seed 1000003, 40 s): scores 16.4, 29.0,
         23.1 for the generalists of 3, 4, 6 without it, 16.3, 28.3, 21.3 with it."""
+        stack = self._hover_residual_stack(i)
+        return {name: stack[c] for c, name in enumerate(_OUTPUTS)}
+
+    def _hover_residual_stack(self, i: int) -> np.ndarray:
+        """``hover_residual(i)`` as one (5, nodes, 3) array in ``_OUTPUTS`` order (what
+        ``act`` subtracts), measured once."""
         if i not in self._hover_residuals:
             if self._hover is None:  # the rest and its formation: the same for every quadrotor
                 from cableload_sim.statics import hover_state
@@ -597,9 +584,9 @@ class StudentPlanner:
             encoder.push(obs)
             e = encoder.encode(reference, slots[i], self.prior, sample)
             out = self.policy(e.ego[None], e.load[None], e.ref[None], e.prior[None])
-            self._hover_residuals[i] = {name: np.asarray(out[name][0], dtype=float)
-                                        - e.prior[:, 3 * c:3 * c + 3]
-                                        for c, name in enumerate(_OUTPUTS)}
+            self._hover_residuals[i] = np.stack([np.asarray(out[name][0], dtype=float)
+                                                 - e.prior[:, 3 * c:3 * c + 3]
+                                                 for c, name in enumerate(_OUTPUTS)])
         return self._hover_residuals[i]
 
     def _fallback(self, i: int, t: float, position) -> UavTrajectory:
