@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from cableload_sim.horizon import node_times
-from cableload_sim.params import SystemParams
+from cableload_sim.params import AeroParams, SystemParams
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry, load_wrench, wrench_correction
 from cableload_sim.trajectories import LoadReferenceSample
@@ -183,9 +183,9 @@ def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, iner
 
 
 @njit(cache=True)
-def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tensions, rho, lengths,
-                      attach, masses, gravity, tilt, wrench, load_mass, load_inertia, out_p,
-                      out_pull):
+def _formation_points(ref_p, ref_v, ref_a, ref_q, ref_w, ref_alpha, directions, tensions, rho,
+                      lengths, attach, masses, gravity, tilt, wrench, load_mass, load_inertia,
+                      load_drag, out_p, out_pull):
     """``FormationPlanner._formation`` at every reference sample (the NumPy expressions of
     ``_formation_numpy`` point by point: every student decision computes the prior, and
     NumPy's per-call cost on a few hundred small vectors was most of a decision's time). The
@@ -193,7 +193,8 @@ def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tension
     scales by 2 / |q|^2 where ``quat_to_matrix`` normalizes first, and numba caches this
     function on this file alone, so a helper of another module could run stale. With
     ``wrench`` the cable forces are then made to supply the reference's wrench
-    (``_wrench_forces``)."""
+    (``_wrench_forces``), the load's drag included (``load_drag``: 1/2 rho C_d A of the faces
+    normal to each load axis; still air, the reference's velocity)."""
     R = np.empty((3, 3))
     M = np.empty((3, 3))
     n = directions.shape[0]
@@ -208,7 +209,20 @@ def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tension
         R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
         R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
         R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-        need0, need1, need2 = ref_a[k, 0], ref_a[k, 1], ref_a[k, 2] + gravity
+        acc0, acc1, acc2 = ref_a[k, 0], ref_a[k, 1], ref_a[k, 2] + gravity  # a - g
+        # what the cables must supply per unit load mass: a - g less the drag D / m_L
+        need0, need1, need2 = acc0, acc1, acc2
+        if wrench:
+            v0, v1, v2 = ref_v[k, 0], ref_v[k, 1], ref_v[k, 2]
+            u0 = R[0, 0] * v0 + R[1, 0] * v1 + R[2, 0] * v2  # airspeed in the load frame
+            u1 = R[0, 1] * v0 + R[1, 1] * v1 + R[2, 1] * v2
+            u2 = R[0, 2] * v0 + R[1, 2] * v1 + R[2, 2] * v2
+            d0 = -load_drag[0] * abs(u0) * u0 / load_mass
+            d1 = -load_drag[1] * abs(u1) * u1 / load_mass
+            d2 = -load_drag[2] * abs(u2) * u2 / load_mass
+            need0 -= R[0, 0] * d0 + R[0, 1] * d1 + R[0, 2] * d2
+            need1 -= R[1, 0] * d0 + R[1, 1] * d1 + R[1, 2] * d2
+            need2 -= R[2, 0] * d0 + R[2, 1] * d1 + R[2, 2] * d2
         need_norm = math.sqrt(need0 * need0 + need1 * need1 + need2 * need2)
         scale = need_norm / gravity
         if tilt:  # the smallest rotation taking e_z to need / |need|
@@ -248,9 +262,9 @@ def _formation_points(ref_p, ref_a, ref_q, ref_w, ref_alpha, directions, tension
             e2 = ref_p[k, 2] + arms[i, 2] + lengths[i] * u2
             out_pull[k, i, 0], out_pull[k, i, 1], out_pull[k, i, 2] = f0, f1, f2
             # the quadrotor's attitude: thrust axis along m_i (a_L - g) + pull, heading +x
-            t0 = masses[i] * need0 + f0
-            t1 = masses[i] * need1 + f1
-            t2 = masses[i] * need2 + f2
+            t0 = masses[i] * acc0 + f0
+            t1 = masses[i] * acc1 + f1
+            t2 = masses[i] * acc2 + f2
             tn = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
             z0, z1, z2 = t0 / tn, t1 / tn, t2 / tn
             yn = math.sqrt(z2 * z2 + z1 * z1)
@@ -312,9 +326,10 @@ def load_kernels() -> None:
     q = np.zeros((k, 4))
     q[:, 0] = 1.0
     rows = np.zeros((n, 3))
-    _formation_points(np.zeros((k, 3)), np.zeros((k, 3)), q, np.zeros((k, 3)), np.zeros((k, 3)),
-                      rows + [1.0, 0.0, 1.0], np.ones(n), rows + [0.1, 0.0, 0.0], np.ones(n),
-                      rows, np.ones(n), 9.81, True, True, 1.0, np.ones(3), p, pull)
+    zeros = np.zeros((k, 3))
+    _formation_points(zeros, zeros, zeros, q, zeros, zeros, rows + [1.0, 0.0, 1.0], np.ones(n),
+                      rows + [0.1, 0.0, 0.0], np.ones(n), rows, np.ones(n), 9.81, True, True,
+                      1.0, np.ones(3), np.zeros(3), p, pull)
     pull[..., 2] = 1.0
     _slot_derivatives(p, pull, np.ones(n), 9.81, _FD_STEP, np.empty((5, 1, n, 3)))
     _KERNELS_READY = True
@@ -324,12 +339,15 @@ class FormationPlanner:
     """Centralized only in name: each quadrotor's plan uses the reference alone."""
 
     def __init__(self, system: SystemParams, tilt: bool = False, converge_s: float | None = None,
-                 wrench: bool = False):
+                 wrench: bool = False, aero: AeroParams | None = None):
         if converge_s is not None and not (np.isfinite(converge_s) and converge_s > 0.0):
             raise ValueError(f"converge_s: expected a positive time (s) or None, got {converge_s!r}")
         if wrench and not tilt:
             raise ValueError("wrench: the wrench formation corrects the tilted cone; expected "
                              "tilt=True with it")
+        if aero is not None and not wrench:
+            raise ValueError("aero: only the wrench formation supplies the load's drag; expected "
+                             "wrench=True with it")
         self.system = system
         self.tilt = tilt
         self.wrench = wrench
@@ -338,6 +356,8 @@ class FormationPlanner:
         self.load_mass = float(system.load.mass)
         self.load_inertia = np.ascontiguousarray(np.diag(system.load.inertia_matrix()),
                                                  dtype=float)
+        self.load_drag = (np.zeros(3) if aero is None
+                          else np.ascontiguousarray(aero.load_drag(system.load), dtype=float))
         geometry = hover_geometry(system)
         as_array = np.ascontiguousarray  # the kernel's arguments: contiguous float64
         self.directions = as_array(geometry.directions, dtype=float)  # load frame
@@ -349,6 +369,14 @@ class FormationPlanner:
         self.gravity = np.array([0.0, 0.0, -system.gravity])
         self._rest = None
         load_kernels()
+
+    @classmethod
+    def from_config(cls, config, **options):
+        """For ``config``'s system; the wrench formation also told the drag of ``config.aero``
+        (nominal coefficients, still air: what the teacher knows)."""
+        if options.get("wrench"):
+            options = {"aero": config.aero, **options}
+        return cls(config.system, **options)
 
     def reset(self) -> None:
         self._rest = None
@@ -369,18 +397,21 @@ class FormationPlanner:
         k, n = len(times), self.system.n_uavs
         p, pull = np.empty((k, n, 3)), np.empty((k, n, 3))
         c = np.ascontiguousarray
-        _formation_points(c(ref.p, dtype=float), c(ref.a, dtype=float), c(ref.q, dtype=float),
-                          c(ref.omega, dtype=float), c(ref.alpha, dtype=float), self.directions,
-                          self.tensions, self.rho, self.lengths, self.attach, self.masses,
-                          float(self.system.gravity), bool(self.tilt), bool(self.wrench),
-                          self.load_mass, self.load_inertia, p, pull)
+        _formation_points(c(ref.p, dtype=float), c(ref.v, dtype=float), c(ref.a, dtype=float),
+                          c(ref.q, dtype=float), c(ref.omega, dtype=float),
+                          c(ref.alpha, dtype=float), self.directions, self.tensions, self.rho,
+                          self.lengths, self.attach, self.masses, float(self.system.gravity),
+                          bool(self.tilt), bool(self.wrench), self.load_mass, self.load_inertia,
+                          self.load_drag, p, pull)
         return self._from_ground(reference, times, p, pull)
 
     def _formation_numpy(self, reference, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``_formation`` in NumPy expressions (the kernel's definition; tests compare them)."""
         ref = reference.sample(times)
         R_L = quat_to_matrix(ref.q)  # (k, 3, 3)
-        need = ref.a - self.gravity  # force per unit load mass the cables must supply
+        acceleration = ref.a - self.gravity
+        drag = self._drag_numpy(R_L, ref.v)
+        need = acceleration - drag / self.load_mass  # per unit load mass, the cables' force
         scale = np.linalg.norm(need, axis=-1) / self.system.gravity
         if self.tilt:
             tilt = _rotation_between(np.tile([0.0, 0.0, 1.0], (len(times), 1)),
@@ -392,21 +423,28 @@ class FormationPlanner:
         arms = (R_L @ self.rho.T).transpose(0, 2, 1)
         pull = (self.tensions[None, :] * scale[:, None])[..., None] * u
         if self.wrench:
-            pull = self._wrench_numpy(pull, arms, R_L, ref)
+            pull = self._wrench_numpy(pull, arms, R_L, ref, drag)
             u = pull / np.linalg.norm(pull, axis=-1, keepdims=True)
         load_end = ref.p[:, None, :] + arms
         quad_end = load_end + self.lengths[None, :, None] * u
         # the quadrotor's attitude, with its thrust axis about m_i (a_L - g) + pull
-        thrust = self.masses[None, :, None] * need[:, None, :] + pull
+        thrust = self.masses[None, :, None] * acceleration[:, None, :] + pull
         R_i = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
         p = quad_end - (R_i @ self.attach[None, :, :, None])[..., 0]
         return self._from_ground(reference, times, p, pull)
 
-    def _wrench_numpy(self, pull, arms, R_L, ref):
+    def _drag_numpy(self, R_L, velocity):
+        """The load's drag (k, 3), world, at the reference's velocity in still air: per pair of
+        faces ``-c_k |u_k| u_k``, u the velocity in the load frame (``kernels.aero``)."""
+        airspeed = np.einsum("kji,kj->ki", R_L, velocity)
+        return np.einsum("kij,kj->ki", R_L, -self.load_drag * np.abs(airspeed) * airspeed)
+
+    def _wrench_numpy(self, pull, arms, R_L, ref, drag):
         """``_wrench_forces`` in NumPy expressions: the least change of the cable forces
-        ``pull`` (k, n, 3) that supplies the reference's force and torque
-        (``statics.wrench_correction``), cut short where a cable would pull too little."""
-        change = -wrench_correction(pull, arms, *load_wrench(self.system, R_L, ref))
+        ``pull`` (k, n, 3) that supplies the reference's force (less the drag ``drag``) and
+        torque (``statics.wrench_correction``), cut short where a cable would pull too little."""
+        force, torque = load_wrench(self.system, R_L, ref)
+        change = -wrench_correction(pull, arms, force - drag, torque)
         toward = np.sum(pull * change, -1)  # (k, n)
         limits = (1.0 - WRENCH_MIN_TENSION_SHARE) * np.sum(pull**2, -1)
         ratio = np.where(toward > 0.0, limits / np.where(toward > 0.0, toward, 1.0), np.inf)

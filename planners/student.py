@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from cableload_sim.horizon import N_NODES, node_times
-from cableload_sim.params import Config, SystemParams
+from cableload_sim.params import AeroParams, Config, SystemParams
 from cableload_sim.rotations import quat_to_6d
 from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
@@ -449,7 +449,8 @@ class StudentPlanner:
 
     def __init__(self, system: SystemParams, policy: Policy, history: int,
                  bounds: PlanBounds | None = None, frame: str = "world",
-                 hover_calibration: bool = False, prior: str = "formation-tilt"):
+                 hover_calibration: bool = False, prior: str = "formation-tilt",
+                 aero: AeroParams | None = None):
         if prior not in PRIORS:
             raise ValueError(f"prior: expected one of {PRIORS}, got {prior!r}")
         self.system = system
@@ -464,13 +465,15 @@ class StudentPlanner:
         self._hover = None  # (rest, hover reference, its slots, its samples), made once
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
+        wrench = prior == "formation-wrench"
         self.prior = FormationPlanner(system, tilt=True, converge_s=PRIOR_CONVERGE_S,
-                                      wrench=prior == "formation-wrench")
+                                      wrench=wrench, aero=aero if wrench else None)
         self.reset()
 
     @classmethod
     def from_config(cls, config: Config, policy: Policy, history: int, **kwargs):
-        return cls(config.system, policy, history, **kwargs)
+        """For ``config``'s system; the wrench prior told its drag (``config.aero``)."""
+        return cls(config.system, policy, history, **{"aero": config.aero, **kwargs})
 
     def reset(self) -> None:
         self.encoders = [ObservationEncoder(self.history, self.frame)
