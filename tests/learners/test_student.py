@@ -20,6 +20,7 @@ from learners.export import (
     save_checkpoint,
 )
 from learners.network import HORIZON_S, NetworkConfig, StudentNet
+from planners import make_planner
 from planners.student import StudentPlanner
 
 
@@ -262,13 +263,17 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
 
 def test_a_zero_initialized_student_plans_its_prior_exactly(paper_config):
     """``network.zero_init``: before any training the residual decoder adds nothing, so the
-    student's plans are its prior's (here the wrench formation, anchored at each quadrotor)."""
+    student's plans are its prior's (here the wrench formation, anchored at each quadrotor,
+    told the load's drag as ``make_planner("formation-wrench")`` is)."""
     net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw",
                                    prior="formation-wrench")).eval()
     reference = make_reference("eight-medium", orientation="zero-sideslip")
     sim, _ = hover_state(paper_config)
     planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4, frame="load-yaw",
                                          prior="formation-wrench")
+    formation = make_planner("formation-wrench", paper_config)
+    np.testing.assert_array_equal(planner.prior.load_drag, formation.load_drag)
+    assert np.all(formation.load_drag > 0.0)
     state = sim.world_state()
     encoded = planner.observe(state, reference)
     plans = planner.act(encoded, state.uav_p)
