@@ -15,6 +15,10 @@ rotates with the load reference (velocities and accelerations fed forward); with
 constant-orientation references. Neither knows dynamics beyond statics: they are the floor
 every real planner must beat.
 
+Made from a config (``from_config``), the wrench formation is also told the drag of
+``[aero]``: its cables supply the load's drag at the reference's velocity, and the body rates
+fed forward follow the thrust that also balances each quadrotor's drag at its slot's velocity.
+
 A reference from the ground (``cableload_sim.lift``, with ``climb(t)``) moves each
 quadrotor from where it rested at the first plan to its slot and back by that share.
 
@@ -277,25 +281,52 @@ def _formation_points(ref_p, ref_v, ref_a, ref_q, ref_w, ref_alpha, directions, 
 
 
 @njit(cache=True)
-def _slot_derivatives(p, pull, masses, gravity, h, out):
+def _slot_derivatives(p, pull, masses, gravity, h, rotor_drag, frame_drag, out):
     """From the formation on the five-point stencil of each node (``p``, ``pull``: (5 k, n, 3))
     the slots' p, v, a, j and body rates (``out``: (5, k, n, 3)), as ``_slot_derivatives_numpy``
-    (five-point differences; the thrust axis at the middle three points for its rate)."""
+    (five-point differences; the thrust axis at the middle three points for its rate, balancing
+    the quadrotor's drag at its velocity there: ``rotor_drag`` (n,) each one's linearized rotor
+    drag, ``frame_drag`` (3,) its frame's per body axis; zeros: none)."""
     z = np.empty((3, 3))
+    vel = np.empty((3, 3))
+    drag = False
+    for c in range(3):
+        drag = drag or frame_drag[c] != 0.0
+    for i in range(rotor_drag.shape[0]):
+        drag = drag or rotor_drag[i] != 0.0
     for k in range(out.shape[1]):
         for i in range(out.shape[2]):
             for c in range(3):
                 pm2, pm1, p0 = p[5 * k, i, c], p[5 * k + 1, i, c], p[5 * k + 2, i, c]
                 pp1, pp2 = p[5 * k + 3, i, c], p[5 * k + 4, i, c]
                 a = (-pp2 + 16 * pp1 - 30 * p0 + 16 * pm1 - pm2) / (12 * h * h)
+                v = (-pp2 + 8 * pp1 - 8 * pm1 + pm2) / (12 * h)
                 out[0, k, i, c] = p0
-                out[1, k, i, c] = (-pp2 + 8 * pp1 - 8 * pm1 + pm2) / (12 * h)
+                out[1, k, i, c] = v
                 out[2, k, i, c] = a
                 out[3, k, i, c] = (pp2 - 2 * pp1 + 2 * pm1 - pm2) / (2 * h**3)
                 g = -gravity if c == 2 else 0.0
                 accs = ((p0 - 2 * pm1 + pm2) / h**2, a, (pp2 - 2 * pp1 + p0) / h**2)
+                vel[0, c], vel[1, c], vel[2, c] = (p0 - pm2) / (2 * h), v, (pp2 - p0) / (2 * h)
                 for m in range(3):
                     z[m, c] = masses[i] * (accs[m] - g) + pull[5 * k + 1 + m, i, c]
+            if drag:  # the thrust also balances the drag D: m (a - g) + pull - D
+                for m in range(3):
+                    norm = math.sqrt(z[m, 0] ** 2 + z[m, 1] ** 2 + z[m, 2] ** 2)
+                    z0, z1, z2 = z[m, 0] / norm, z[m, 1] / norm, z[m, 2] / norm
+                    yn = math.sqrt(z2 * z2 + z1 * z1)  # the body axes, heading +x
+                    y1, y2 = z2 / yn, -z1 / yn
+                    x0, x1, x2 = y1 * z2 - y2 * z1, y2 * z0, -y1 * z0
+                    v0, v1, v2 = vel[m, 0], vel[m, 1], vel[m, 2]
+                    u0 = x0 * v0 + x1 * v1 + x2 * v2
+                    u1 = y1 * v1 + y2 * v2
+                    u2 = z0 * v0 + z1 * v1 + z2 * v2
+                    b0 = -frame_drag[0] * abs(u0) * u0 - rotor_drag[i] * u0
+                    b1 = -frame_drag[1] * abs(u1) * u1 - rotor_drag[i] * u1
+                    b2 = -frame_drag[2] * abs(u2) * u2
+                    z[m, 0] -= x0 * b0 + z0 * b2
+                    z[m, 1] -= x1 * b0 + y1 * b1 + z1 * b2
+                    z[m, 2] -= x2 * b0 + y2 * b1 + z2 * b2
             for m in range(3):
                 norm = math.sqrt(z[m, 0] ** 2 + z[m, 1] ** 2 + z[m, 2] ** 2)
                 z[m, 0], z[m, 1], z[m, 2] = z[m, 0] / norm, z[m, 1] / norm, z[m, 2] / norm
@@ -331,7 +362,8 @@ def load_kernels() -> None:
                       rows + [0.1, 0.0, 0.0], np.ones(n), rows, np.ones(n), 9.81, True, True,
                       1.0, np.ones(3), np.zeros(3), p, pull)
     pull[..., 2] = 1.0
-    _slot_derivatives(p, pull, np.ones(n), 9.81, _FD_STEP, np.empty((5, 1, n, 3)))
+    _slot_derivatives(p, pull, np.ones(n), 9.81, _FD_STEP, np.ones(n), np.ones(3),
+                      np.empty((5, 1, n, 3)))
     _KERNELS_READY = True
 
 
@@ -358,6 +390,10 @@ class FormationPlanner:
                                                  dtype=float)
         self.load_drag = (np.zeros(3) if aero is None
                           else np.ascontiguousarray(aero.load_drag(system.load), dtype=float))
+        self.frame_drag = (np.zeros(3) if aero is None
+                           else np.array(aero.quadrotor_drag, dtype=float))
+        self.rotor_drag = (np.zeros(system.n_uavs) if aero is None
+                           else _rotor_drag_at_hover(system, aero))
         geometry = hover_geometry(system)
         as_array = np.ascontiguousarray  # the kernel's arguments: contiguous float64
         self.directions = as_array(geometry.directions, dtype=float)  # load frame
@@ -373,7 +409,9 @@ class FormationPlanner:
     @classmethod
     def from_config(cls, config, **options):
         """For ``config``'s system; the wrench formation also told the drag of ``config.aero``
-        (nominal coefficients, still air: what the teacher knows)."""
+        (nominal coefficients, still air: what the teacher knows): its cables supply the load's
+        drag, and its slots' body rates turn the thrust that also balances each quadrotor's
+        frame and rotor drag (linearized at the hover rotor speed)."""
         if options.get("wrench"):
             options = {"aero": config.aero, **options}
         return cls(config.system, **options)
@@ -382,7 +420,11 @@ class FormationPlanner:
         self._rest = None
 
     def _rest_from(self, state: WorldState, reference) -> None:
-        """A reference from the ground (``cableload_sim.lift``): the quadrotors' resting
+        """Made from a config (``from_config``), the wrench formation is also told the drag of
+``[aero]``: its cables supply the load's drag at the reference's velocity, and the body rates
+fed forward follow the thrust that also balances each quadrotor's drag at its slot's velocity.
+
+A reference from the ground (``cableload_sim.lift``): the quadrotors' resting
         places are where they are at its first plan."""
         if getattr(reference, "climb", None) is not None and getattr(self, "_rest", None) is None:
             self._rest = np.array(state.uav_p, dtype=float)
@@ -503,7 +545,8 @@ class FormationPlanner:
         ref = reference.sample(stencil)
         p, pull = self._formation(reference, stencil, ref)
         out = np.empty((5, times.size, self.system.n_uavs, 3))
-        _slot_derivatives(p, pull, self.masses, float(self.system.gravity), _FD_STEP, out)
+        _slot_derivatives(p, pull, self.masses, float(self.system.gravity), _FD_STEP,
+                          self.rotor_drag, self.frame_drag, out)
         nodes = LoadReferenceSample(*(np.ascontiguousarray(getattr(ref, name)[2::5])
                                       for name in _SAMPLE_FIELDS))
         return times, out, nodes
@@ -527,6 +570,19 @@ class SlotArrays(NamedTuple):
 def slot_of(times: np.ndarray, out: np.ndarray, i: int) -> SlotArrays:
     """Quadrotor ``i``'s slot from ``slot_arrays_and_sample``'s arrays."""
     return SlotArrays(times, *(np.ascontiguousarray(out[m, :, i]) for m in range(5)))
+
+
+def _rotor_drag_at_hover(system: SystemParams, aero: AeroParams) -> np.ndarray:
+    """Each quadrotor's rotor drag linearized at its rotor speed in the system's hover,
+    ``4 k_d w_hover`` (kg/s: in-plane force per in-plane airspeed), as the teacher's model
+    takes it."""
+    geometry = hover_geometry(system)
+    out = np.empty(system.n_uavs)
+    for i, quad in enumerate(system.quadrotors):
+        thrust = np.linalg.norm(quad.mass * np.array([0.0, 0.0, system.gravity])
+                                + geometry.tensions[i] * geometry.directions[i])
+        out[i] = 4.0 * aero.rotor_drag_coeff * np.sqrt(thrust / (4.0 * quad.rotor.thrust_coeff))
+    return out
 
 
 def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:
@@ -557,7 +613,8 @@ def _body_rates_zero_yaw(z: np.ndarray, z_dot: np.ndarray) -> np.ndarray:
 
 
 def _slot_derivatives_numpy(p: np.ndarray, pull: np.ndarray, masses: np.ndarray,
-                            gravity: np.ndarray, h: float) -> tuple[np.ndarray, ...]:
+                            gravity: np.ndarray, h: float, rotor_drag: np.ndarray | None = None,
+                            frame_drag: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """``_slot_derivatives`` in NumPy expressions (its definition; tests compare them)."""
     k = p.shape[0] // 5
     p = p.reshape(k, 5, -1, 3)
@@ -568,6 +625,13 @@ def _slot_derivatives_numpy(p: np.ndarray, pull: np.ndarray, masses: np.ndarray,
     j = (pp2 - 2 * pp1 + 2 * pm1 - pm2) / (2 * h**3)
     acc = np.stack([(p0 - 2 * pm1 + pm2) / h**2, a, (pp2 - 2 * pp1 + p0) / h**2], axis=1)
     thrust = masses[None, None, :, None] * (acc - gravity) + pull[:, 1:4]
+    if rotor_drag is not None:  # the drag at the velocity of each of the three points
+        velocity = np.stack([(p0 - pm2) / (2 * h), v, (pp2 - p0) / (2 * h)], axis=1)
+        axes = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
+        airspeed = np.einsum("...ji,...j->...i", axes, velocity)  # body frame
+        body = -frame_drag * np.abs(airspeed) * airspeed
+        body[..., :2] -= rotor_drag[None, None, :, None] * airspeed[..., :2]
+        thrust = thrust - np.einsum("...ij,...j->...i", axes, body)
     z = thrust / np.linalg.norm(thrust, axis=-1, keepdims=True)
     z_dot = (z[:, 2] - z[:, 0]) / (2 * h)
     return p0, v, a, j, _body_rates_zero_yaw(z[:, 1], z_dot)
