@@ -190,6 +190,11 @@ def test_the_wrench_formation_told_the_drag_supplies_it_too(paper_config):
         np.testing.assert_allclose(got, want[m], rtol=0, atol=1e-6 * max(1.0, np.abs(want[m]).max()))
     assert np.abs(want[4] - untold_rates).max() > 1e-3  # rad/s: the drag turns the thrust
     assert np.all(told.rotor_drag > 0.0) and np.all(told.frame_drag > 0.0)
+    # the rotor drag linearized as the teacher's model takes it
+    from planners.teacher_model import LoadCableModel
+
+    teacher = LoadCableModel(paper_config.system, paper_config.aero)
+    np.testing.assert_allclose(told.rotor_drag, teacher._quad_drag[2], rtol=1e-12)
     force, torque, need_force, need_torque = _wrench_of(told, reference, times)
     ref = reference.sample(times)
     R = quat_to_matrix(ref.q)
