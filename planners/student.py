@@ -12,8 +12,9 @@ position at planning time, axes of the world frame):
   quadrotor's cable;
 - stream ``ref`` (the 21 horizon nodes): reference position, velocity, acceleration, attitude
   (6D) and body rates of the load;
-- ``prior`` (the 21 nodes): this quadrotor's plan in the formation-tilt formation
-  (``planners.formation``), which depends on the load reference and the system's design only,
+- ``prior`` (the 21 nodes): this quadrotor's plan in the formation it plans relative to
+  (``PRIORS``, ``planners.formation``: formation-tilt, or formation-wrench told the drag of the
+  config's ``[aero]``), which depends on the load reference and the system's design only,
   made to start at the quadrotor's own position and join its slot within ``PRIOR_CONVERGE_S``:
   position relative to the own position, velocity, acceleration, jerk, body rates. The network
   may plan relative to it (``learners.network``: a residual decoder), so an untrained or
