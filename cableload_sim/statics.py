@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cableload_sim.params import SystemParams
+from cableload_sim.params import AeroParams, SystemParams
 from cableload_sim.rotations import matrix_to_quat, quat_exp, quat_to_matrix
 
 
@@ -158,6 +158,20 @@ def hover_state(
         rotors[i] = np.sqrt(forces / quad.rotor.thrust_coeff)
         thrusts[i] = thrust
     return HoverState(load_p, load_q, uav_p, uav_q, rotors, geometry.tensions.copy(), thrusts)
+
+
+def rotor_drag_at_hover(system: SystemParams, aero: AeroParams) -> np.ndarray:
+    """Each quadrotor's rotor drag (``aero.rotor_drag_coeff``) linearized at its rotor speed in
+    the system's hover, ``4 k_d w_hover`` (n,) (kg/s: in-plane force per in-plane airspeed),
+    ``w_hover`` from the thrust that carries its weight and its cable's pull, shared equally
+    by its four rotors."""
+    geometry = hover_geometry(system)
+    out = np.empty(system.n_uavs)
+    for i, quad in enumerate(system.quadrotors):
+        thrust = np.linalg.norm(quad.mass * np.array([0.0, 0.0, system.gravity])
+                                + geometry.tensions[i] * geometry.directions[i])
+        out[i] = 4.0 * aero.rotor_drag_coeff * np.sqrt(thrust / (4.0 * quad.rotor.thrust_coeff))
+    return out
 
 
 def _attitude_with_axis(axis: np.ndarray, yaw: float) -> np.ndarray:

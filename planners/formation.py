@@ -39,7 +39,12 @@ from numba import njit
 from cableload_sim.horizon import node_times
 from cableload_sim.params import AeroParams, SystemParams
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_geometry, load_wrench, wrench_correction
+from cableload_sim.statics import (
+    hover_geometry,
+    load_wrench,
+    rotor_drag_at_hover,
+    wrench_correction,
+)
 from cableload_sim.trajectories import LoadReferenceSample
 from cableload_sim.world import UavTrajectory, WorldState
 
@@ -393,7 +398,7 @@ class FormationPlanner:
         self.frame_drag = (np.zeros(3) if aero is None
                            else np.array(aero.quadrotor_drag, dtype=float))
         self.rotor_drag = (np.zeros(system.n_uavs) if aero is None
-                           else _rotor_drag_at_hover(system, aero))
+                           else rotor_drag_at_hover(system, aero))
         geometry = hover_geometry(system)
         as_array = np.ascontiguousarray  # the kernel's arguments: contiguous float64
         self.directions = as_array(geometry.directions, dtype=float)  # load frame
@@ -570,19 +575,6 @@ class SlotArrays(NamedTuple):
 def slot_of(times: np.ndarray, out: np.ndarray, i: int) -> SlotArrays:
     """Quadrotor ``i``'s slot from ``slot_arrays_and_sample``'s arrays."""
     return SlotArrays(times, *(np.ascontiguousarray(out[m, :, i]) for m in range(5)))
-
-
-def _rotor_drag_at_hover(system: SystemParams, aero: AeroParams) -> np.ndarray:
-    """Each quadrotor's rotor drag linearized at its rotor speed in the system's hover,
-    ``4 k_d w_hover`` (kg/s: in-plane force per in-plane airspeed), as the teacher's model
-    takes it."""
-    geometry = hover_geometry(system)
-    out = np.empty(system.n_uavs)
-    for i, quad in enumerate(system.quadrotors):
-        thrust = np.linalg.norm(quad.mass * np.array([0.0, 0.0, system.gravity])
-                                + geometry.tensions[i] * geometry.directions[i])
-        out[i] = 4.0 * aero.rotor_drag_coeff * np.sqrt(thrust / (4.0 * quad.rotor.thrust_coeff))
-    return out
 
 
 def _attitude_zero_heading(z: np.ndarray) -> np.ndarray:

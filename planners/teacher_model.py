@@ -44,7 +44,7 @@ import casadi as ca
 import numpy as np
 
 from cableload_sim.params import AeroParams, SystemParams
-from cableload_sim.statics import hover_geometry
+from cableload_sim.statics import rotor_drag_at_hover
 
 # state layout
 X_POS = 0
@@ -187,15 +187,9 @@ class LoadCableModel:
         frame = _face_drag(aero.quadrotor_drag, u)
         drag = ca.mtimes(axes, frame) - k * (x_axis * u[0] + y_axis * u[1])
         rate = ca.mtimes(ca.jacobian(drag, v), a) + ca.mtimes(ca.jacobian(drag, F), dF)
-        geometry = hover_geometry(self.system)
-        rotor = np.empty(self.n)
-        for i, quad in enumerate(self.system.quadrotors):
-            hover_thrust = np.linalg.norm(quad.mass * -self.g
-                                          + geometry.tensions[i] * geometry.directions[i])
-            rotor[i] = 4.0 * aero.rotor_drag_coeff * np.sqrt(
-                hover_thrust / (4.0 * quad.rotor.thrust_coeff))
         return (ca.Function("quad_drag", [v, F, k], [drag]),
-                ca.Function("quad_drag_rate", [v, F, k, a, dF], [rate]), rotor)
+                ca.Function("quad_drag_rate", [v, F, k, a, dF], [rate]),
+                rotor_drag_at_hover(self.system, aero))
 
     # -- pieces -------------------------------------------------------------------------------
 
