@@ -6,10 +6,10 @@ config's system with ``dagger.system_overrides``, ``dagger.eval_s`` seconds, stu
         [--set TABLE.KEY=VALUE ...] [--duration S] ENTRY [ENTRY ...]
 
 An ENTRY is a checkpoint (``runs/X/checkpoints/round_003.pt``), a policy directory, or
-``prior:formation-tilt`` / ``prior:formation-wrench``: the student planning that prior with
-nothing added (an untrained network whose decoder starts at zero). Prints each entry's mean
-position and attitude RMSE and the score (position / 1 cm + attitude / 1 deg; lower is
-better).
+``prior:formation-tilt`` / ``prior:formation-wrench`` / ``prior:formation-follow``: the student
+planning that prior with nothing added (an untrained network whose decoder starts at zero).
+Prints each entry's mean position and attitude RMSE and the score (position / 1 cm + attitude
+/ 1 deg; lower is better).
 """
 
 from __future__ import annotations

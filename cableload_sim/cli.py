@@ -582,9 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("simulate", help="fly one planner on the embedded simulator or a ROS world")
     p.add_argument("--planner", default="formation",
-                   help="formation, formation-tilt, formation-wrench, teacher or student; several, "
-                        "comma-separated, side by side; `nodes` (with --backend gazebo): the "
-                        "planners run as `cableload node` processes")
+                   help="formation, formation-tilt, formation-wrench, formation-follow, teacher or "
+                        "student; several, comma-separated, side by side; `nodes` (with "
+                        "--backend gazebo): the planners run as `cableload node` processes")
     p.add_argument("--backend", choices=["embedded", "gazebo"], default="embedded",
                    help="embedded: the numba simulator in this process; gazebo: a ROS1 world "
                         "(Gazebo + RotorS + Agilicious, or `cableload world`) at ROS_MASTER_URI")

@@ -74,8 +74,9 @@ class NetworkConfig:
     (with ``residual``), and training moves it away only as far as the labels pull it."""
     prior: str = "formation-tilt"
     """The formation the student plans relative to (``planners.student.PRIORS``):
-    ``formation-tilt`` or ``formation-wrench`` (its cables also supply the load reference's
-    torque, so the load does not tilt as it accelerates)."""
+    ``formation-tilt``, ``formation-wrench`` (its cables also supply the load reference's
+    torque, so the load does not tilt as it accelerates) or ``formation-follow`` (the wrench
+    formation following the load's transient error, which damps its swing)."""
 
     def __post_init__(self):
         if self.decoder not in ("pinn", "mlp"):
@@ -87,9 +88,9 @@ class NetworkConfig:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if self.frame not in ("world", "load-yaw"):
             raise ValueError(f"frame: expected 'world' or 'load-yaw', got {self.frame!r}")
-        if self.prior not in ("formation-tilt", "formation-wrench"):
-            raise ValueError("prior: expected 'formation-tilt' or 'formation-wrench', got "
-                             f"{self.prior!r}")
+        if self.prior not in ("formation-tilt", "formation-wrench", "formation-follow"):
+            raise ValueError("prior: expected 'formation-tilt', 'formation-wrench' or "
+                             f"'formation-follow', got {self.prior!r}")
         if not isinstance(self.zero_init, bool):
             raise ValueError(f"zero_init: expected true or false, got {self.zero_init!r}")
         if not isinstance(self.residual, bool):

@@ -19,6 +19,8 @@ _REGISTRY = MappingProxyType({
     "formation": ("planners.formation:FormationPlanner", {"tilt": False}),
     "formation-tilt": ("planners.formation:FormationPlanner", {"tilt": True}),
     "formation-wrench": ("planners.formation:FormationPlanner", {"tilt": True, "wrench": True}),
+    "formation-follow": ("planners.formation:FormationPlanner",
+                         {"tilt": True, "wrench": True, "follow": True}),
     "teacher": ("planners.teacher:TeacherPlanner", {}),
     "student": ("learners.export:student_planner", {}),
 })

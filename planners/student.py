@@ -13,12 +13,15 @@ position at planning time, axes of the world frame):
 - stream ``ref`` (the 21 horizon nodes): reference position, velocity, acceleration, attitude
   (6D) and body rates of the load;
 - ``prior`` (the 21 nodes): this quadrotor's plan in the formation it plans relative to
-  (``PRIORS``, ``planners.formation``: formation-tilt, or formation-wrench told the drag of the
-  config's ``[aero]``), which depends on the load reference and the system's design only,
-  made to start at the quadrotor's own position and join its slot within ``PRIOR_CONVERGE_S``:
-  position relative to the own position, velocity, acceleration, jerk, body rates. The network
-  may plan relative to it (``learners.network``: a residual decoder), so an untrained or
-  uncertain student degrades toward a stable, if mediocre, planner instead of anywhere.
+  (``PRIORS``, ``planners.formation``: formation-tilt, formation-wrench told the drag of the
+  config's ``[aero]``, or formation-follow, the wrench formation moved by a share of the load's
+  transient error that each quadrotor estimates from the load positions it observed), which
+  depends on the load reference, the system's design and, for formation-follow, the load's
+  observed positions, made to start at the quadrotor's own position and join its slot within
+  ``PRIOR_CONVERGE_S``: position relative to the own position, velocity, acceleration, jerk,
+  body rates. The network may plan relative to it (``learners.network``: a residual decoder),
+  so an untrained or uncertain student degrades toward a stable, if mediocre, planner instead
+  of anywhere.
 
 The policy is any callable ``policy(ego, load, ref, prior) -> outputs`` on batches (leading axis
 quadrotors) returning ``p`` (position relative to the quadrotor's own position at planning time),
@@ -44,7 +47,7 @@ from cableload_sim.params import AeroParams, Config, SystemParams
 from cableload_sim.rotations import quat_to_6d
 from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
-from planners.formation import FormationPlanner, SlotArrays, slot_of
+from planners.formation import FormationPlanner, LoadFollower, SlotArrays, slot_of
 
 EGO_FEATURES = 18  # p (3), v (3), attitude 6D (6), body rates (3), cable end on the quadrotor (3)
 LOAD_FEATURES = 12  # p relative to now (3), attitude 6D (6), cable end on the load (3)
@@ -101,7 +104,7 @@ _PRIOR_VECTORS = (0, 3, 6, 9, 12)
 assert all(columns == tuple(range(0, 3 * len(columns), 3)) for columns in (
     _EGO_VECTORS, _LOAD_VECTORS, _REF_VECTORS, _PRIOR_VECTORS)), "vectors lead (_turned)"
 
-PRIORS = ("formation-tilt", "formation-wrench")
+PRIORS = ("formation-tilt", "formation-wrench", "formation-follow")
 """Formations a student may plan relative to (``planners.formation``)."""
 
 FRAMES = ("world", "load-yaw")
@@ -466,9 +469,10 @@ class StudentPlanner:
         self._hover = None  # (rest, hover reference, its slots, its samples), made once
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
-        wrench = prior == "formation-wrench"
+        wrench = prior in ("formation-wrench", "formation-follow")
         self.prior = FormationPlanner(system, tilt=True, converge_s=PRIOR_CONVERGE_S,
-                                      wrench=wrench, aero=aero if wrench else None)
+                                      wrench=wrench, aero=aero if wrench else None,
+                                      follow=prior == "formation-follow")
         self.reset()
 
     @classmethod
@@ -479,6 +483,9 @@ class StudentPlanner:
     def reset(self) -> None:
         self.encoders = [ObservationEncoder(self.history, self.frame)
                          for _ in range(self.system.n_uavs)]
+        # each quadrotor's own estimate of the load's transient error (formation-follow)
+        self.followers = ([LoadFollower() for _ in range(self.system.n_uavs)]
+                          if self.prior.follower is not None else None)
         self.previous: list[UavTrajectory | None] = [None] * self.system.n_uavs
         self.infer_times: list[float] = []
         self.bad_observations = 0
@@ -514,7 +521,11 @@ class StudentPlanner:
         if "slots" not in shared:
             shared["slots"] = self.prior.slot_arrays_and_sample(obs.t, reference)
         times, slots, sample = shared["slots"]
-        return self.encoders[i].encode(reference, slot_of(times, slots, i), self.prior, sample)
+        slot = slot_of(times, slots, i)
+        if self.followers is not None:
+            slot = slot._replace(p=slot.p + self.prior.follow_offset(
+                obs.t, obs.load_p, sample.p[0], reference, self.followers[i]))
+        return self.encoders[i].encode(reference, slot, self.prior, sample)
 
     def act(self, encoded: list[EncodedObservation], positions: np.ndarray,
             uavs: list[int] | None = None) -> list[UavTrajectory]:

@@ -283,3 +283,35 @@ def test_a_zero_initialized_student_plans_its_prior_exactly(paper_config):
         for name in ("p", "v", "a", "j"):
             np.testing.assert_allclose(getattr(plan, name), getattr(expected, name),
                                        atol=1e-5, err_msg=name)  # float32 network
+
+
+def test_a_student_on_the_follow_prior_follows_the_load_it_observes(paper_config):
+    """With ``prior = "formation-follow"`` each quadrotor keeps its own ``LoadFollower`` fed
+    the load positions it observes: a zero-initialized student plans the follow formation
+    (``make_planner("formation-follow")``) anchored at each quadrotor, flight after flight."""
+    net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw",
+                                   prior="formation-follow")).eval()
+    reference = make_reference("eight-medium", orientation="zero-sideslip")
+    sim, _ = hover_state(paper_config)
+    planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4, frame="load-yaw",
+                                         prior="formation-follow")
+    formation = make_planner("formation-follow", paper_config)
+    assert planner.prior.name == "formation-follow" and len(planner.followers) == 3
+    state = sim.world_state()
+    for _flight in range(2):
+        moved = 0.0
+        for k in range(4):
+            pushed = dataclasses.replace(state, t=state.t + 0.1 * k,
+                                         load_p=state.load_p + [0.01 * k, -0.005 * k, 0.0])
+            plans = planner.plan(pushed, reference)
+            expected = formation.plan(pushed, reference)
+            for i, plan in enumerate(plans):
+                anchored = planner.prior.anchored(expected[i], pushed.uav_p[i])
+                for name in ("p", "v", "a", "j"):
+                    np.testing.assert_allclose(getattr(plan, name), getattr(anchored, name),
+                                               atol=1e-5, err_msg=name)  # float32 network
+            moved = max(moved, np.abs(formation.follower.offset(
+                pushed.t, pushed.load_p, reference.sample(np.array([pushed.t])).p[0])).max())
+        assert moved > 1e-3  # the followers did move the plans
+        planner.reset()
+        formation.reset()
