@@ -375,20 +375,29 @@ steady offset (a heavier load, a biased estimate) is left alone instead of grown
 ``1 / (1 - FOLLOW_GAIN)``. Without it, the draws above score 1.22 (n = 3, gain 0.5) and the
 easy ones lose 1-3 mm."""
 
+FOLLOW_LIMIT_M = 0.25
+"""The follow formation moves by at most this far (m): a load error of meters (a lost
+estimate, a load on the ground) moves it no further. The swings it damps move it by 1-5 cm."""
+
 
 class LoadFollower:
     """One planner's estimate of the load's transient position error and the formation's
     offset from it: ``FOLLOW_GAIN (e - mean(e))``, ``e`` the load's position less the
-    reference's at the same time and ``mean`` its exponential mean over ``FOLLOW_WASHOUT_S``.
-    Stateful: ``reset`` between flights; a time that goes back restarts it."""
+    reference's at the same time and ``mean`` its exponential mean over ``FOLLOW_WASHOUT_S``,
+    no longer than ``FOLLOW_LIMIT_M``. Stateful: ``reset`` between flights; a time that goes
+    back restarts it."""
 
-    def __init__(self, gain: float = FOLLOW_GAIN, washout_s: float = FOLLOW_WASHOUT_S):
+    def __init__(self, gain: float = FOLLOW_GAIN, washout_s: float = FOLLOW_WASHOUT_S,
+                 limit_m: float = FOLLOW_LIMIT_M):
         if not (math.isfinite(gain) and 0.0 <= gain < 1.0):
             raise ValueError(f"gain: expected a share in [0, 1), got {gain!r}")
         if not (math.isfinite(washout_s) and washout_s > 0.0):
             raise ValueError(f"washout_s: expected a positive time (s), got {washout_s!r}")
+        if not (math.isfinite(limit_m) and limit_m > 0.0):
+            raise ValueError(f"limit_m: expected a positive distance (m), got {limit_m!r}")
         self.gain = gain
         self.washout_s = washout_s
+        self.limit_m = limit_m
         self.reset()
 
     def reset(self) -> None:
@@ -406,7 +415,9 @@ class LoadFollower:
         else:
             self.mean += min(1.0, (t - self.t) / self.washout_s) * (error - self.mean)
         self.t = t
-        return self.gain * (error - self.mean)
+        offset = self.gain * (error - self.mean)
+        length = float(np.linalg.norm(offset))
+        return offset if length <= self.limit_m else offset * (self.limit_m / length)
 
 
 _KERNELS_READY = False

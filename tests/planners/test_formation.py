@@ -267,6 +267,19 @@ def test_the_load_follower_follows_the_transient_error_and_not_the_steady_one():
             LoadFollower(gain)
     with pytest.raises(ValueError, match="washout_s"):
         LoadFollower(washout_s=0.0)
+    with pytest.raises(ValueError, match="limit_m"):
+        LoadFollower(limit_m=-1.0)
+
+
+def test_the_load_follower_moves_the_formation_no_further_than_its_limit():
+    from planners.formation import FOLLOW_LIMIT_M, LoadFollower
+
+    follower = LoadFollower()
+    reference = np.zeros(3)
+    follower.offset(0.0, reference, reference)
+    far = follower.offset(0.1, np.array([0.0, 3.0, -4.0]), reference)  # a lost load estimate
+    assert np.linalg.norm(far) == pytest.approx(FOLLOW_LIMIT_M)
+    np.testing.assert_allclose(far / np.linalg.norm(far), [0.0, 0.6, -0.8])
 
 
 def test_the_follow_formation_moves_every_slot_by_the_followers_offset(paper_config):
