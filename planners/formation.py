@@ -407,8 +407,8 @@ class LoadFollower:
     def offset(self, t: float, load_p: np.ndarray, reference_p: np.ndarray) -> np.ndarray:
         """The formation's offset (3,) at time ``t`` from the load's observed position and the
         reference's then; a non-finite observation changes nothing and moves nothing."""
-        error = np.asarray(load_p, dtype=float) - np.asarray(reference_p, dtype=float)
-        if not (math.isfinite(t) and np.isfinite(error).all()):
+        error = np.subtract(load_p, reference_p, dtype=float)
+        if not (math.isfinite(t) and math.isfinite(float(error.sum()))):
             return np.zeros(3)
         if self.mean is None or t < self.t:
             self.mean = error.copy()
@@ -416,7 +416,7 @@ class LoadFollower:
             self.mean += min(1.0, (t - self.t) / self.washout_s) * (error - self.mean)
         self.t = t
         offset = self.gain * (error - self.mean)
-        length = float(np.linalg.norm(offset))
+        length = math.sqrt(float(offset @ offset))
         return offset if length <= self.limit_m else offset * (self.limit_m / length)
 
 
