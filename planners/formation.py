@@ -446,7 +446,8 @@ def load_kernels() -> None:
 
 
 class FormationPlanner:
-    """Centralized only in name: each quadrotor's plan uses the reference alone."""
+    """Centralized only in name: each quadrotor's plan uses the reference alone (and, with
+    ``follow``, the load's observed position, which every quadrotor observes)."""
 
     def __init__(self, system: SystemParams, tilt: bool = False, converge_s: float | None = None,
                  wrench: bool = False, aero: AeroParams | None = None, follow: bool = False):
