@@ -261,57 +261,57 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
             assert broken > 0, case
 
 
+def _zero_initialized_student(config, prior: str):
+    """A student on ``prior`` whose residual decoder starts at zero, that formation as
+    ``make_planner`` makes it, a reference and a state at rest."""
+    net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw",
+                                   prior=prior)).eval()
+    planner = StudentPlanner.from_config(config, TorchPolicy(net), 4, frame="load-yaw",
+                                         prior=prior)
+    sim, _ = hover_state(config)
+    return (planner, make_planner(prior, config),
+            make_reference("eight-medium", orientation="zero-sideslip"), sim.world_state())
+
+
+def _assert_anchored_slots(planner, plans, slots, positions):
+    """Each plan is its slot anchored at the quadrotor's position (float32 network)."""
+    for i, plan in enumerate(plans):
+        expected = planner.prior.anchored(slots[i], positions[i])
+        for name in ("p", "v", "a", "j"):
+            np.testing.assert_allclose(getattr(plan, name), getattr(expected, name),
+                                       atol=1e-5, err_msg=name)
+
+
 def test_a_zero_initialized_student_plans_its_prior_exactly(paper_config):
     """``network.zero_init``: before any training the residual decoder adds nothing, so the
     student's plans are its prior's (here the wrench formation, anchored at each quadrotor,
     told the load's drag as ``make_planner("formation-wrench")`` is)."""
-    net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw",
-                                   prior="formation-wrench")).eval()
-    reference = make_reference("eight-medium", orientation="zero-sideslip")
-    sim, _ = hover_state(paper_config)
-    planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4, frame="load-yaw",
-                                         prior="formation-wrench")
-    formation = make_planner("formation-wrench", paper_config)
+    planner, formation, reference, state = _zero_initialized_student(paper_config,
+                                                                     "formation-wrench")
     np.testing.assert_array_equal(planner.prior.load_drag, formation.load_drag)
     assert np.all(formation.load_drag > 0.0)
-    state = sim.world_state()
-    encoded = planner.observe(state, reference)
-    plans = planner.act(encoded, state.uav_p)
-    slots = planner.prior.slot_plans(state.t, reference)
-    for i, plan in enumerate(plans):
-        expected = planner.prior.anchored(slots[i], state.uav_p[i])
-        for name in ("p", "v", "a", "j"):
-            np.testing.assert_allclose(getattr(plan, name), getattr(expected, name),
-                                       atol=1e-5, err_msg=name)  # float32 network
+    plans = planner.act(planner.observe(state, reference), state.uav_p)
+    _assert_anchored_slots(planner, plans, planner.prior.slot_plans(state.t, reference),
+                           state.uav_p)
 
 
 def test_a_student_on_the_follow_prior_follows_the_load_it_observes(paper_config):
     """With ``prior = "formation-follow"`` each quadrotor keeps its own ``LoadFollower`` fed
     the load positions it observes: a zero-initialized student plans the follow formation
     (``make_planner("formation-follow")``) anchored at each quadrotor, flight after flight."""
-    net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw",
-                                   prior="formation-follow")).eval()
-    reference = make_reference("eight-medium", orientation="zero-sideslip")
-    sim, _ = hover_state(paper_config)
-    planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4, frame="load-yaw",
-                                         prior="formation-follow")
-    formation = make_planner("formation-follow", paper_config)
+    planner, formation, reference, state = _zero_initialized_student(paper_config,
+                                                                     "formation-follow")
     assert planner.prior.name == "formation-follow" and len(planner.followers) == 3
-    state = sim.world_state()
     for _flight in range(2):
         moved = 0.0
         for k in range(4):
             pushed = dataclasses.replace(state, t=state.t + 0.1 * k,
                                          load_p=state.load_p + [0.01 * k, -0.005 * k, 0.0])
             plans = planner.plan(pushed, reference)
-            expected = formation.plan(pushed, reference)
-            for i, plan in enumerate(plans):
-                anchored = planner.prior.anchored(expected[i], pushed.uav_p[i])
-                for name in ("p", "v", "a", "j"):
-                    np.testing.assert_allclose(getattr(plan, name), getattr(anchored, name),
-                                               atol=1e-5, err_msg=name)  # float32 network
-            moved = max(moved, np.abs(formation.follower.offset(
-                pushed.t, pushed.load_p, reference.sample(np.array([pushed.t])).p[0])).max())
+            followed = formation.plan(pushed, reference)
+            _assert_anchored_slots(planner, plans, followed, pushed.uav_p)
+            still = planner.prior.slot_plans(pushed.t, reference)  # not following
+            moved = max(moved, np.abs(followed[0].p - still[0].p).max())
         assert moved > 1e-3  # the followers did move the plans
         planner.reset()
         formation.reset()
