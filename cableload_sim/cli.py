@@ -404,10 +404,23 @@ def cmd_world(args) -> int:
     print(f"cableload world: {world.n} quadrotors ({', '.join(world.names)}), real-time factor "
           f"{options.real_time_factor:g}{', lockstep' if options.lockstep else ''}, pilot queue "
           f"{options.pilot_queue}{onboard}", file=sys.stderr)
+    # SIGINT or SIGTERM ends the loop at its next step: a KeyboardInterrupt raised inside rospy's
+    # publish, between taking and releasing its lock, would end the world on a RuntimeError
+    # instead, before its summary. A second SIGINT interrupts at once.
+    import signal
+
+    def stop(signum, frame):
+        world.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         world.run(duration_s=args.duration)
     except KeyboardInterrupt:
         pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     for message in [*world.messages, world.summary()]:
         print(f"cableload world: {message}", file=sys.stderr)
     return 0
