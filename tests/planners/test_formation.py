@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -306,6 +307,9 @@ def test_the_follow_formation_moves_every_slot_by_the_followers_offset(paper_con
         np.testing.assert_allclose(a.p - b.p, np.broadcast_to(expected, a.p.shape), atol=1e-12)
         for name in ("v", "a", "j", "body_rates"):
             np.testing.assert_allclose(getattr(a, name), getattr(b, name), atol=1e-12)
+    lifting = SimpleNamespace(climb=lambda times: None)  # a reference from the ground
+    np.testing.assert_array_equal(
+        follow.follow_offset(0.2, state.load_p + 10 * push, state.load_p, lifting), np.zeros(3))
     follow.reset()
     assert follow.follower.mean is None
     with pytest.raises(ValueError, match="follow"):
