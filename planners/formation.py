@@ -506,11 +506,7 @@ class FormationPlanner:
             self.follower.reset()
 
     def _rest_from(self, state: WorldState, reference) -> None:
-        """Made from a config (``from_config``), the wrench formation is also told the drag of
-``[aero]``: its cables supply the load's drag at the reference's velocity, and the body rates
-fed forward follow the thrust that also balances each quadrotor's drag at its slot's velocity.
-
-A reference from the ground (``cableload_sim.lift``): the quadrotors' resting
+        """A reference from the ground (``cableload_sim.lift``): the quadrotors' resting
         places are where they are at its first plan."""
         if getattr(reference, "climb", None) is not None and getattr(self, "_rest", None) is None:
             self._rest = np.array(state.uav_p, dtype=float)
