@@ -4,7 +4,9 @@
         [--cases NAME,...|catalog|agile|eights|generalist] [--uavs N] [--config TOML]
         [--heldout TRAIN_TOML:SEED:COUNT] [--json out.json]
 
-A planner ``student@DIR`` is the student with the policy in DIR (several may be compared).
+A planner ``student@DIR`` is the student with the policy in DIR (several may be compared);
+``teacher@TRAIN_TOML`` the teacher with the ``teacher.*`` settings that training config's
+``dagger.system_overrides`` give it (the teacher that labels its data).
 
 Each case is a load reference with its orientation mode; every planner flies it for the same
 duration from the same start, and the metrics of ``cableload simulate`` are tabulated, with the
@@ -105,8 +107,16 @@ def solve_figures(planner) -> dict:
             "paced_plans": report.get("paced_plans", 0)}
 
 
-def build_planner(name: str, config):
-    """``name`` from the registry, or ``student@DIR``: the student with the policy in DIR."""
+def build_planner(name: str, config, config_path=None, uavs=None):
+    """``name`` from the registry; ``student@DIR``: the student with the policy in DIR;
+    ``teacher@TRAIN_TOML``: the teacher that labels that training config (its
+    ``dagger.system_overrides`` of ``teacher.*`` applied)."""
+    if name.startswith("teacher@"):
+        from learners.config import load_train_config
+
+        train = load_train_config(name.split("@", 1)[1])
+        overrides = [o for o in train.dagger.system_overrides if o.startswith("teacher.")]
+        return make_planner("teacher", load_config(config_path, uavs=uavs, overrides=overrides))
     if "@" in name:
         kind, policy = name.split("@", 1)
         return make_planner(kind, config, policy=policy)
@@ -125,7 +135,7 @@ def heldout_cases(text: str, config, duration: float) -> dict:
 
 def compare(planners, cases, duration, uavs=None, config_path=None, force=False, extra=None):
     config = load_config(config_path, uavs=uavs)
-    built = {name: build_planner(name, config) for name in planners}
+    built = {name: build_planner(name, config, config_path, uavs) for name in planners}
     table = {**CASES, **(extra or {})}
     rows = []
     for case in cases:

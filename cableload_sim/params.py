@@ -774,6 +774,10 @@ class ImuParams:
     """Poles of the attitude and gyroscope-bias filter (rad/s)."""
 
 
+TEACHER_PRIORS = ("tilt", "wrench")
+"""The formations the teacher's cables can be regularized toward (``TeacherParams.prior``)."""
+
+
 @dataclass(frozen=True)
 class TeacherParams:
     """The centralized NMPC teacher: cost weights, bounds and solver settings.
@@ -797,6 +801,11 @@ class TeacherParams:
     weight_direction: float = 5.0
     """Regularization of each cable direction toward the formation prior (1/s): it fixes the
     formation's shape, which the load's motion leaves free with more than three cables."""
+    prior: str = "tilt"
+    """The formation prior the cables are regularized toward (``TEACHER_PRIORS``): ``tilt``,
+    the hover cone leaning toward the force the load needs (formation-tilt's shape); or
+    ``wrench``, the cable forces of formation-wrench (the least change of that cone supplying
+    the reference's whole wrench, drag included)."""
     weight_cable_rate: float = 0.05
     """Regularization of the cable angular velocity r and its derivatives dr, ddr."""
     weight_tension: float = 0.05
@@ -997,6 +1006,13 @@ def _teacher(path: str, table: dict) -> TeacherParams:
     checks["rti_iterations"] = lambda p, v: _integer(p, v, 1)
     checks["recovery_iterations"] = lambda p, v: _integer(p, v, 0)
     checks["substeps"] = lambda p, v: _integer(p, v, 1)
+
+    def prior(p, v):
+        if v not in TEACHER_PRIORS:
+            raise ConfigError(f"{p}: expected one of {list(TEACHER_PRIORS)}, got {v!r}")
+        return v
+
+    checks["prior"] = prior
     teacher = _fields_from(TeacherParams, path, table, checks)
     if teacher.tension_min >= teacher.tension_max:
         raise ConfigError(f"{path}.tension_min: expected less than tension_max="

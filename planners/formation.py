@@ -529,6 +529,12 @@ class FormationPlanner:
                           self.load_drag, p, pull)
         return self._from_ground(reference, times, p, pull)
 
+    def cable_pulls(self, reference, times: np.ndarray, ref=None) -> np.ndarray:
+        """The formation's cable forces on the quadrotors, ``t_i u_i`` (k, n, 3), at
+        ``times`` (``ref``: the reference already sampled there, or a sample of its own: the
+        teacher's prior passes one run at its pace)."""
+        return self._formation(reference, times, ref)[1]
+
     def _formation_numpy(self, reference, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``_formation`` in NumPy expressions (the kernel's definition; tests compare them)."""
         ref = reference.sample(times)

@@ -26,6 +26,7 @@ and the report counts every case.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -69,6 +70,12 @@ class TeacherPlanner:
         self.system = system
         self.params = params or TeacherParams()
         self.ocp = TeacherOCP(system, self.params, aero)
+        self._wrench = None
+        if self.params.prior == "wrench":  # its cable forces: the wrench formation's
+            from planners.formation import FormationPlanner
+
+            self._wrench = FormationPlanner(system, tilt=True, wrench=True,
+                                            aero=self.ocp.aero)
         self.model = self.ocp.model
         self.offsets = node_offsets()
         self.bounds = PlanBounds()
@@ -222,10 +229,18 @@ class TeacherPlanner:
     def _reference_matrix(self, reference, load_q: np.ndarray) -> np.ndarray:
         """The reference at the nodes (N+1, 13 + 4n), run at the current pace: positions and
         attitudes at clock + pace * offset, velocities, rates and accelerations scaled by the
-        pace; then the formation prior for that motion."""
+        pace; then the formation prior (``TeacherParams.prior``) for that motion."""
         ref = reference.sample(self.clock + self.pace * self.offsets)
-        directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
-                                               self.pace**2 * ref.a)
+        if self._wrench is None:
+            directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
+                                                   self.pace**2 * ref.a)
+        else:
+            paced = dataclasses.replace(ref, v=self.pace * ref.v, a=self.pace**2 * ref.a,
+                                        j=self.pace**3 * ref.j, omega=self.pace * ref.omega,
+                                        alpha=self.pace**2 * ref.alpha)
+            pull = self._wrench.cable_pulls(reference, ref.t, paced)
+            tensions = np.linalg.norm(pull, axis=-1)
+            directions = pull / tensions[..., None]
         return np.hstack([ref.p, _continuous(ref.q, load_q), self.pace * ref.v,
                           self.pace * ref.omega, directions.reshape(len(ref.p), -1), tensions])
 

@@ -100,6 +100,8 @@ def test_uavs_from_toml_polygon():
                                               r"fraction of the physics rate 1000 Hz"),
         ({"simulation": {"planner_rate_hz": 30.0}}, r"planner_rate_hz: 30\.0 Hz is not a whole"),
         ({"load": {"uavs": 65}}, r"load\.uavs: expected an integer <= 64, got 65"),
+        ({"teacher": {"prior": "follow"}},
+         r"teacher\.prior: expected one of \['tilt', 'wrench'\], got 'follow'"),
         ({"load": {"attachments": [[0.1, 0.1, 0.06]] * 3}},
          r"load\.attachments: points 0 and 1 coincide at \[0\.1, 0\.1, 0\.06\] m; expected "
          r"distinct points"),
