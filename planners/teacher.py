@@ -58,6 +58,7 @@ LOST = "solver failure (non-finite iterate)"
 RTI_MAX_ITERATIONS = 4  # SQP iterations a plan may take while its steps are cut short
 FULL_STEP = 0.99  # a step at least this long closes the linearized gaps (nearly) whole
 STEP_TOLERANCE = 0.5  # and one this small (of the trust region) leaves second-order gaps
+MIN_PRIOR_TENSION = 1e-6  # N: below it a prior's cable force has no direction
 
 
 class TeacherPlanner:
@@ -231,16 +232,19 @@ class TeacherPlanner:
         attitudes at clock + pace * offset, velocities, rates and accelerations scaled by the
         pace; then the formation prior (``TeacherParams.prior``) for that motion."""
         ref = reference.sample(self.clock + self.pace * self.offsets)
-        if self._wrench is None:
-            directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
-                                                   self.pace**2 * ref.a)
-        else:
+        directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
+                                               self.pace**2 * ref.a)
+        if self._wrench is not None:
             paced = dataclasses.replace(ref, v=self.pace * ref.v, a=self.pace**2 * ref.a,
                                         j=self.pace**3 * ref.j, omega=self.pace * ref.omega,
                                         alpha=self.pace**2 * ref.alpha)
             pull = self._wrench.cable_pulls(reference, ref.t, paced)
-            tensions = np.linalg.norm(pull, axis=-1)
-            directions = pull / tensions[..., None]
+            size = np.linalg.norm(pull, axis=-1)
+            pulls = size > MIN_PRIOR_TENSION  # a cable pulling nothing keeps the cone's direction
+            directions = np.where(pulls[..., None],
+                                  pull / np.maximum(size, MIN_PRIOR_TENSION)[..., None],
+                                  directions)
+            tensions = size
         return np.hstack([ref.p, _continuous(ref.q, load_q), self.pace * ref.v,
                           self.pace * ref.omega, directions.reshape(len(ref.p), -1), tensions])
 
