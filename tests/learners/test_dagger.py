@@ -266,6 +266,27 @@ def test_collected_episode_with_sensors_labels_from_the_truth():
     assert np.abs(first[True]["target"] - first[False]["target"]).max() > 1e-4
 
 
+def test_teacher_settings_in_the_system_overrides_label_the_data():
+    """``dagger.system_overrides`` of ``teacher.*`` (the generalists' teacher) reach the
+    teacher that labels: the same episode is labelled differently with them."""
+    from learners.dagger import _teacher
+
+    config = load_train_config(Path(__file__).parents[2] / "learners/configs/generalist.toml")
+    overrides = tuple(config.dagger.system_overrides)
+    teacher = _teacher("paper", 3, overrides)
+    assert teacher.params.prior == "wrench" and teacher.params.weight_direction == 3000.0
+    targets = {}
+    for extra in ((), ("teacher.prior=wrench", "teacher.weight_direction=3000")):
+        task = tiny_task(seed=3)
+        task = EpisodeTask(**{**task.__dict__, "overrides": extra})
+        result = collect_episode(task)
+        assert result["status"] == "completed"
+        targets[extra] = result["arrays"]["target"]
+    default, generalists = targets.values()
+    assert default.shape == generalists.shape
+    assert np.abs(default - generalists).max() > 1e-3
+
+
 def test_a_run_with_a_weight_average_resumes_to_the_same_policy(tmp_path):
     """``training.ema``: the checkpoints hold the average (what flies, is evaluated and
     exported) beside the raw weights; a run stopped after a round and resumed ends with the
