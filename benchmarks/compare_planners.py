@@ -114,8 +114,7 @@ def build_planner(name: str, config, config_path=None, uavs=None):
     if name.startswith("teacher@"):
         from learners.config import load_train_config
 
-        train = load_train_config(name.split("@", 1)[1])
-        overrides = [o for o in train.dagger.system_overrides if o.startswith("teacher.")]
+        overrides = load_train_config(name.split("@", 1)[1]).dagger.teacher_overrides()
         return make_planner("teacher", load_config(config_path, uavs=uavs, overrides=overrides))
     if "@" in name:
         kind, policy = name.split("@", 1)

@@ -97,6 +97,11 @@ class DaggerConfig:
     validation_episodes: int = 4
     """With ``[references]``: how many held-out references each evaluation flies."""
 
+    def teacher_overrides(self) -> tuple[str, ...]:
+        """The ``teacher.*`` entries of ``system_overrides``: the settings of the teacher that
+        labels this training (e.g. the generalists')."""
+        return tuple(o for o in self.system_overrides if o.startswith("teacher."))
+
 
 @dataclass(frozen=True)
 class TrainingConfig:

@@ -177,7 +177,8 @@ def test_the_generalists_teacher_tracks_an_unseen_loop_better():
     from learners.config import load_train_config
 
     train = load_train_config(Path(__file__).parents[2] / "learners/configs/generalist.toml")
-    overrides = [o for o in train.dagger.system_overrides if o.startswith("teacher.")]
+    overrides = train.dagger.teacher_overrides()
+    assert overrides and all(o.startswith("teacher.") for o in overrides)
     reference = make_reference("loop", orientation="constant", seed=7, speed=1.0)
     metrics = {}
     for name, config in (("default", load_config(None)),
