@@ -26,6 +26,7 @@ quadrotors flying the Agilicious pilot, or ``cableload world``).
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -318,6 +319,17 @@ class GazeboBackend:
                     return False
                 self._clock_cond.wait(timeout=0.02)
 
+    def _wait_first_clock(self) -> None:
+        """Wait (up to ``SETUP_TIMEOUT_S``, the master checked meanwhile) for the world's first
+        /clock: the pilots' topics may connect before it does, and a master lost during the
+        set-up leaves it unconnected (a ``RosFailure`` saying so, not a clock of None)."""
+        with self._clock_cond:
+            if self.clock is not None:
+                return
+            self._clock_wall = time.monotonic()  # the wait for the first one starts now
+        if not self._wait_clock(-math.inf, "the world's first /clock", SETUP_TIMEOUT_S):
+            raise ros1.RosFailure(self._failure)
+
     @property
     def time(self) -> float:
         return (self.clock or 0.0) - self.t0
@@ -401,6 +413,7 @@ class GazeboBackend:
 
     def _settle(self, still_speed: float = 0.05, still_for: float = 0.3) -> None:
         """Wait (world time) until every quadrotor has been still for ``still_for`` s."""
+        self._wait_first_clock()
         if not self._wait_clock(self.clock + 0.2, "the pilots took off", SETUP_TIMEOUT_S):
             raise ros1.RosFailure(self._failure)
         deadline = self.clock + 30.0

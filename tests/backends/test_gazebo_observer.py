@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from backends.gazebo import _Stream, newest_common_stamp
 
@@ -46,3 +47,36 @@ def test_the_mocap_rate_may_be_lower_than_the_state_rate():
     load = stream([0.00, 0.02, 0.04])
     quads = [stream([0.00, 0.01, 0.02, 0.03, 0.04, 0.05]), stream([0.00, 0.01, 0.02, 0.03])]
     assert newest_common_stamp(load, quads) == 0.02
+
+
+def _backend_without_a_clock(monkeypatch, master_up: bool):
+    """A Gazebo backend's clock handling alone (no ROS): no /clock received yet."""
+    import threading
+
+    from backends import gazebo
+
+    backend = object.__new__(gazebo.GazeboBackend)
+    backend._clock_cond = threading.Condition()
+    backend.clock = None
+    backend._clock_wall = backend._master_checked = 0.0  # the master is asked at once
+    backend._failure = None
+    backend.timeout_s = 0.4
+    monkeypatch.setattr(gazebo, "master_reachable", lambda timeout: master_up)
+    monkeypatch.setattr(gazebo, "SETUP_TIMEOUT_S", 0.3)
+    return backend
+
+
+def test_settling_before_the_first_clock_fails_cleanly_when_the_master_is_lost(monkeypatch):
+    """The pilots' topics can connect before the world's /clock does; a master lost during
+    the set-up then leaves the clock unconnected. Settling reports it as a ``RosFailure``
+    (the episode ends as backend_failed) instead of adding to a clock of None (a CI run's
+    TypeError)."""
+    from backends.ros1 import RosFailure
+
+    backend = _backend_without_a_clock(monkeypatch, master_up=False)
+    with pytest.raises(RosFailure, match="stopped answering"):
+        backend._settle()
+    backend = _backend_without_a_clock(monkeypatch, master_up=True)
+    with pytest.raises(RosFailure, match=r"no /clock from the world for 0\.3\d s while the "
+                                         r"world's first /clock"):
+        backend._settle()
