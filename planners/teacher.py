@@ -232,19 +232,21 @@ class TeacherPlanner:
         attitudes at clock + pace * offset, velocities, rates and accelerations scaled by the
         pace; then the formation prior (``TeacherParams.prior``) for that motion."""
         ref = reference.sample(self.clock + self.pace * self.offsets)
-        directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
-                                               self.pace**2 * ref.a)
-        if self._wrench is not None:
+        if self._wrench is None:
+            directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
+                                                   self.pace**2 * ref.a)
+        else:
             paced = dataclasses.replace(ref, v=self.pace * ref.v, a=self.pace**2 * ref.a,
                                         j=self.pace**3 * ref.j, omega=self.pace * ref.omega,
                                         alpha=self.pace**2 * ref.alpha)
             pull = self._wrench.cable_pulls(reference, ref.t, paced)
-            size = np.linalg.norm(pull, axis=-1)
-            pulls = size > MIN_PRIOR_TENSION  # a cable pulling nothing keeps the cone's direction
-            directions = np.where(pulls[..., None],
-                                  pull / np.maximum(size, MIN_PRIOR_TENSION)[..., None],
-                                  directions)
-            tensions = size
+            tensions = np.linalg.norm(pull, axis=-1)
+            directions = pull / np.maximum(tensions, MIN_PRIOR_TENSION)[..., None]
+            slack = tensions <= MIN_PRIOR_TENSION
+            if slack.any():  # a cable pulling nothing keeps the cone's direction
+                cone, _ = formation_prior(self.system, self.ocp.hover, ref.q,
+                                          self.pace**2 * ref.a)
+                directions[slack] = cone[slack]
         return np.hstack([ref.p, _continuous(ref.q, load_q), self.pace * ref.v,
                           self.pace * ref.omega, directions.reshape(len(ref.p), -1), tensions])
 
