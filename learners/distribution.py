@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cableload_sim.errors import UsageError
 from cableload_sim.params import ConfigError
 
 FAMILIES = ("eight", "circle", "square", "loop", "wander", "pose-to-pose")
@@ -126,18 +127,27 @@ class ReferenceDistribution:
 
     def draw(self, rng: np.random.Generator, config, duration: float) -> ReferenceSpec:
         """One reference the configured system can fly over ``duration`` s within
-        ``thrust_share`` of its thrust limit (drawn again until it does)."""
+        ``thrust_share`` of its thrust limit, its formation inside the planners' box
+        (``PlanBounds``) over that time and one horizon more (drawn again until it does: a
+        fast open path can leave the box)."""
         from cableload_sim.feasibility import check_reference
+        from planners.base import PlanBounds
 
+        bounds = PlanBounds()
         for _ in range(self.max_redraws):
             spec = self._candidate(rng)
-            check = check_reference(spec.build(), config, duration)
+            reference = spec.build()
+            check = check_reference(reference, config, duration)
             limit = check.limits["thrust_N"] * self.thrust_share
             if check.flyable and check.thrust.value <= limit:
+                try:
+                    bounds.check_reference(reference, config.system, duration)
+                except UsageError:
+                    continue
                 return spec
         raise ConfigError(f"references: no flyable reference in {self.max_redraws} draws within "
-                          f"{self.thrust_share:.0%} of the thrust limit; expected lower speeds "
-                          "or larger turn radii")
+                          f"{self.thrust_share:.0%} of the thrust limit and inside the planners' "
+                          "box; expected lower speeds, larger turn radii or shorter episodes")
 
     def sample(self, seed: int, count: int, config, duration: float) -> list[ReferenceSpec]:
         """``count`` references drawn from ``seed``: the same for the same seed."""

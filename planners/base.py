@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from cableload_sim.errors import UsageError
-from cableload_sim.horizon import node_times
+from cableload_sim.horizon import node_offsets, node_times
 from cableload_sim.params import SystemParams
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry
@@ -26,6 +26,9 @@ from cableload_sim.world import UavTrajectory, WorldState
 
 REFERENCE_CHECK_S = 600.0
 """How far (s) ``PlanBounds.check_reference`` looks: longer references repeat (loops) or hold."""
+
+HORIZON_S = float(node_offsets()[-1])
+"""How far ahead of its time (s) a plan reaches."""
 
 
 @runtime_checkable
@@ -90,13 +93,15 @@ class PlanBounds:
 
     def check_reference(self, reference, system: SystemParams, duration: float) -> None:
         """Refuse (``UsageError``) a load reference that the quadrotors cannot follow inside
-        these bounds during ``duration`` (s): every plan would be replaced and nothing flown.
+        these bounds during ``duration`` (s): the plans reaching there would be replaced.
 
         The quadrotors are placed in their hover formation around the reference's pose (every
         20 ms over the first ``REFERENCE_CHECK_S``); the reference's speed and acceleration are
-        the load's.
+        the load's. The check runs one horizon past ``duration``: a plan made before the end
+        looks that far ahead (a path leaving the box 1 s after a flight's end had the teacher's
+        last plans replaced and the load 1.3 m off its reference).
         """
-        span = min(float(duration), REFERENCE_CHECK_S)
+        span = min(float(duration) + HORIZON_S, REFERENCE_CHECK_S)
         times = np.linspace(0.0, span, max(2, int(np.ceil(span / 0.02)) + 1))
         sample = reference.sample(times)
         geometry = hover_geometry(system)
@@ -111,7 +116,7 @@ class PlanBounds:
             raise UsageError(
                 f"{name}: at t = {times[k]:.2f} s quadrotor {i} would be at "
                 f"{np.round(uav_p[k, i], 2).tolist()} m, outside the allowed box "
-                f"[{lo.tolist()}, {hi.tolist()}] m; every plan would be replaced")
+                f"[{lo.tolist()}, {hi.tolist()}] m; the plans reaching it would be replaced")
         for what, values, limit, unit in (("speed", sample.v, self.max_speed, "m/s"),
                                           ("acceleration", sample.a, self.max_acceleration,
                                            "m/s^2")):
@@ -120,7 +125,7 @@ class PlanBounds:
                 k = int(np.argmax(norms))
                 raise UsageError(f"{name}: the load's {what} reaches {norms[k]:.3g} {unit} at "
                                  f"t = {times[k]:.2f} s, above the {limit:g} {unit} a plan may "
-                                 "have; every plan would be replaced")
+                                 "have; the plans reaching it would be replaced")
 
 
 def hover_plan(t: float, position) -> UavTrajectory:

@@ -40,6 +40,55 @@ def test_every_draw_is_flyable_within_the_thrust_share_and_rebuilds_from_json(pa
         assert check.flyable and check.thrust.value <= 0.8 * check.limits["thrust_N"]
 
 
+def test_fast_open_paths_whose_formation_would_leave_the_planners_box_are_drawn_again(
+        paper_config):
+    """Wandering paths at up to 4 m/s travel 80 m in 20 s: some would take the quadrotors out
+    of the planners' box (PlanBounds: 50 m) within a flight or the horizon after it, where every
+    plan is replaced. Drawn with this seed, the first one did (51.8 m by 21.5 s)."""
+    import numpy as np
+
+    from planners.base import HORIZON_S, PlanBounds
+
+    d = ReferenceDistribution(families={"wander": 1.0}, speed=(2.5, 4.0))
+    specs = d.sample(4242, 8, paper_config, 20.0)
+    reach = []
+    for spec in specs:
+        reference = spec.build()
+        PlanBounds().check_reference(reference, paper_config.system, 20.0)  # refuses: raises
+        reach.append(np.abs(reference.sample(np.arange(0.0, 20.0 + HORIZON_S, 0.05)).p[:, :2])
+                     .max())
+    # the draws are fast and long, not shortened to pass: they reach far into the box
+    assert max(reach) > 35.0 and min(s.options["speed"] for s in specs) >= 2.5
+    with pytest.raises(UsageError, match="outside the allowed box"):
+        wide = [ReferenceSpec("wander", "constant", {"speed": 4.0, "min_radius": 1.5,
+                                                      "turn_scale": 10.0, "seed": k})
+                for k in range(20)]
+        for spec in wide:  # a path that leaves it, refused by the check the runner makes
+            PlanBounds().check_reference(spec.build(), paper_config.system, 20.0)
+
+
+def test_the_runners_check_reaches_one_horizon_past_the_flight(paper_config):
+    """A path leaving the box less than a horizon after the flight's end is refused: the last
+    plans would reach out of it."""
+    import numpy as np
+
+    from cableload_sim.statics import hover_geometry
+    from planners.base import HORIZON_S, PlanBounds
+
+    system = paper_config.system
+    reference = ReferenceSpec("pose-to-pose", "constant", {
+        "start": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "goal": [55.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "duration": 30.0}).build()
+    lengths = np.array([c.length for c in system.cables])
+    reach = (system.attachment_array() + lengths[:, None] * hover_geometry(system).directions)
+    t = np.arange(0.0, 40.0, 0.01)
+    exits = t[np.argmax(reference.sample(t).p[:, 0] + reach[:, 0].max() > 50.0)]
+    assert 10.0 < exits < 30.0
+    PlanBounds().check_reference(reference, system, exits - HORIZON_S - 0.1)
+    with pytest.raises(UsageError, match=r"quadrotor \d would be at \[50\.0"):
+        PlanBounds().check_reference(reference, system, exits - 0.5)
+
+
 def test_speed_range_is_respected(paper_config):
     d = ReferenceDistribution(families={"loop": 1.0, "square": 1.0}, speed=(0.5, 0.6))
     for spec in d.sample(2, 10, paper_config, 20.0):
