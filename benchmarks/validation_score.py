@@ -43,6 +43,9 @@ def main(argv=None) -> None:
     parser.add_argument("--set", action="append", default=[])
     parser.add_argument("--duration", type=float, default=None,
                         help="seconds per draw (default: the config's dagger.eval_s)")
+    parser.add_argument("--hover-calibration", action="store_true",
+                        help="subtract each network's hover residual, as a flown policy of the "
+                             "load-yaw frame may (DAgger's validation flies the raw network)")
     parser.add_argument("entries", nargs="+")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -54,7 +57,8 @@ def main(argv=None) -> None:
                                                                         eval_s=args.duration))
     references = validation_references(config)
     for entry in args.entries:
-        row = _evaluate(network_of(entry, config), config, references)
+        row = _evaluate(network_of(entry, config), config, references,
+                        hover_calibration=args.hover_calibration)
         score = row["eval_rmse_position_m"] / 0.01 + row["eval_rmse_orientation_deg"]
         print(f"{entry}: position {row['eval_rmse_position_m']:.4f} m, attitude "
               f"{row['eval_rmse_orientation_deg']:.2f} deg, {row['eval_status']}, "

@@ -41,6 +41,7 @@ from learners.store import RunStore, Samples, atomic_write_bytes
 from planners.student import (
     EGO_FEATURES,
     LOAD_FEATURES,
+    PRIOR_CONVERGE_S,
     PRIOR_FEATURES,
     REF_FEATURES,
     StudentPlanner,
@@ -227,9 +228,10 @@ def collect_episode(task: EpisodeTask) -> dict:
         policy = TorchPolicy(network_from_checkpoint(data, f"round {task.round_index} policy"))
     else:
         policy = _never_called
-    student = StudentPlanner.from_config(config, policy, history,
-                                         frame=task.config["network"]["frame"],
-                                         prior=task.config["network"]["prior"])
+    student = StudentPlanner.from_config(
+        config, policy, history, frame=task.config["network"]["frame"],
+        prior=task.config["network"]["prior"],
+        prior_converge_s=task.config["network"].get("prior_converge_s", PRIOR_CONVERGE_S))
     rng = np.random.default_rng(task.seed)
     backend = make_backend("embedded", config)
     sees_truth = task.config["dagger"].get("teacher_sees_truth", True) and config.sensing.enabled
@@ -545,8 +547,11 @@ def validation_references(config: TrainConfig) -> list[tuple[ReferenceSpec, int 
 
 
 def _evaluate(net: StudentNet, config: TrainConfig,
-              references: list[tuple[ReferenceSpec, int | None]]) -> dict:
-    """The student alone on each validation reference: mean RMSE, worst status."""
+              references: list[tuple[ReferenceSpec, int | None]],
+              hover_calibration: bool = False) -> dict:
+    """The student alone on each validation reference: mean RMSE, worst status. DAgger flies
+    the raw network; ``hover_calibration`` subtracts its hover residual as a flown policy of the
+    load-yaw frame may (``StudentPlanner.hover_residual``)."""
     from backends import make_backend
     from backends.runner import run_episode
 
@@ -556,7 +561,9 @@ def _evaluate(net: StudentNet, config: TrainConfig,
         system_config = training_system(config, n)
         student = StudentPlanner.from_config(system_config, TorchPolicy(net),
                                              net.config.history, frame=net.config.frame,
-                                             prior=net.config.prior)
+                                             prior=net.config.prior,
+                                             prior_converge_s=net.config.prior_converge_s,
+                                             hover_calibration=hover_calibration)
         result = run_episode(make_backend("embedded", system_config), student, spec.build(),
                              d.eval_s,
                              collision_distance=system_config.simulation.collision_distance_m,
@@ -721,15 +728,42 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             net, _ = load_checkpoint(store.checkpoint_path(chosen))
         check_finite_weights(net)
         row = next(r for r in summary if r["round"] == chosen)
+        calibration = (hover_calibration_choice(net, config, validation, row)
+                       if validation else {})
         export_policy(net, Path(out_dir) / "policy", system=system_config.system,
                       info={"trained_on": (list(d.trajectories) if config.references is None
                                            else "references"),
                             "orientation": d.orientation,
                             "rounds": d.rounds, "epochs": d.epochs, "selected_round": chosen,
                             "selection": d.select, "samples": row["samples"],
-                            **{k: row[k] for k in row if k.startswith("eval_")}})
+                            **{k: row[k] for k in row if k.startswith("eval_")},
+                            **calibration})
         plot_summary(summary, Path(out_dir) / "training_summary.png", chosen)
     return {"rounds": summary}
+
+
+def validation_score(row: dict) -> float:
+    """What ``dagger.select = "best"`` ranks completed rounds by: position RMSE / 1 cm +
+    attitude RMSE / 1 deg."""
+    return row["eval_rmse_position_m"] / 0.01 + row["eval_rmse_orientation_deg"] / 1.0
+
+
+def hover_calibration_choice(net: StudentNet, config: TrainConfig, validation: list,
+                             row: dict) -> dict:
+    """Whether the policy flies with its hover residual subtracted
+    (``StudentPlanner.hover_residual``), chosen on the validation draws like the round: the
+    chosen round (``row``, flown raw) flown again calibrated; calibrated only when that scores
+    better. Only the load-yaw frame is offered it. Policies trained before this choice (no
+    ``hover_calibration`` in ``policy.json``) are calibrated in the load-yaw frame, as then."""
+    if net.config.frame != "load-yaw":
+        return {"hover_calibration": False}
+    calibrated = _evaluate(net, config, validation, hover_calibration=True)
+    better = (calibrated["eval_status"] == "completed"
+              and validation_score(calibrated) < validation_score(row))
+    return {"hover_calibration": bool(better),
+            "hover_calibrated_eval": {k: calibrated[k] for k in
+                                      ("eval_rmse_position_m", "eval_rmse_orientation_deg",
+                                       "eval_status")}}
 
 
 def select_round(summary: list[dict], how: str) -> int:
@@ -739,7 +773,7 @@ def select_round(summary: list[dict], how: str) -> int:
 
     def score(row):
         failed = row["eval_status"] != "completed"
-        error = row["eval_rmse_position_m"] / 0.01 + row["eval_rmse_orientation_deg"] / 1.0
+        error = validation_score(row)
         return (failed, error if np.isfinite(error) else np.inf, -row["round"])
 
     return min(summary, key=score)["round"]

@@ -28,7 +28,13 @@ from cableload_sim.errors import FileContentError, InputMissingError, UsageError
 from cableload_sim.horizon import N_NODES
 from learners.network import NetworkConfig, StudentNet
 from learners.store import atomic_write_bytes
-from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_FEATURES, REF_FEATURES
+from planners.student import (
+    EGO_FEATURES,
+    LOAD_FEATURES,
+    PRIOR_CONVERGE_S,
+    PRIOR_FEATURES,
+    REF_FEATURES,
+)
 
 FORMAT = 2  # 2: the formation prior joined the inputs
 OUTPUTS = ("p", "v", "a", "j", "w")
@@ -372,15 +378,22 @@ def student_planner(config, policy: str | Path | None = None, runtime: str = "to
     policy_dir = (Path(policy) if policy is not None
                   else default_policy(reference, config.system.n_uavs))
     callable_policy, history, data = load_policy(policy_dir, runtime)
-    check_policy_system(read_policy_info(policy_dir), config.system, policy_dir)
+    info = read_policy_info(policy_dir)
+    check_policy_system(info, config.system, policy_dir)
     frame = data.get("network", {}).get("frame", "world")
     prior = data.get("network", {}).get("prior", "formation-tilt")
-    # the hover residual is removed from policies in the load-yaw frame, where it is nearly the
-    # same at every yaw (planners.student.StudentPlanner.hover_residual); measured here, not in
-    # a first decision
+    # the hover residual (planners.student.StudentPlanner.hover_residual, nearly the same at
+    # every yaw in the load-yaw frame) is removed where the policy's validation chose it
+    # (learners.dagger.hover_calibration_choice); policies that record no choice are calibrated
+    # in the load-yaw frame. Measured here, not in a first decision
+    calibrate = info.get("hover_calibration", frame == "load-yaw")
+    if not isinstance(calibrate, bool):
+        raise FileContentError(f"{Path(policy_dir) / 'policy.json'}: hover_calibration: "
+                               f"expected true or false, got {calibrate!r}")
+    converge = data.get("network", {}).get("prior_converge_s", PRIOR_CONVERGE_S)
     planner = StudentPlanner.from_config(config, callable_policy, history, frame=frame,
-                                         prior=prior,
-                                         hover_calibration=frame == "load-yaw")
+                                         prior=prior, hover_calibration=calibrate,
+                                         prior_converge_s=converge)
     if planner.hover_calibration:
         for i in range(config.system.n_uavs):
             planner.hover_residual(i)

@@ -30,6 +30,7 @@ every checkpoint).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -77,6 +78,10 @@ class NetworkConfig:
     ``formation-tilt``, ``formation-wrench`` (its cables also supply the load reference's
     torque, so the load does not tilt as it accelerates) or ``formation-follow`` (the wrench
     formation following the load's transient error, which damps its swing)."""
+    prior_converge_s: float = 0.5
+    """Time constant (s) of the prior's approach from where the quadrotor is to its slot
+    (``FormationPlanner.anchored``): the plans start at the quadrotor. Policies trained before
+    it was an option used 0.5 s."""
 
     def __post_init__(self):
         if self.decoder not in ("pinn", "mlp"):
@@ -91,6 +96,11 @@ class NetworkConfig:
         if self.prior not in ("formation-tilt", "formation-wrench", "formation-follow"):
             raise ValueError("prior: expected 'formation-tilt', 'formation-wrench' or "
                              f"'formation-follow', got {self.prior!r}")
+        converge = self.prior_converge_s
+        if (isinstance(converge, bool) or not isinstance(converge, int | float)
+                or not math.isfinite(converge) or converge <= 0.0):
+            raise ValueError("prior_converge_s: expected a positive time (s), got "
+                             f"{converge!r}")
         if not isinstance(self.zero_init, bool):
             raise ValueError(f"zero_init: expected true or false, got {self.zero_init!r}")
         if not isinstance(self.residual, bool):

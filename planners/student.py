@@ -454,7 +454,8 @@ class StudentPlanner:
     def __init__(self, system: SystemParams, policy: Policy, history: int,
                  bounds: PlanBounds | None = None, frame: str = "world",
                  hover_calibration: bool = False, prior: str = "formation-tilt",
-                 aero: AeroParams | None = None):
+                 aero: AeroParams | None = None,
+                 prior_converge_s: float = PRIOR_CONVERGE_S):
         if prior not in PRIORS:
             raise ValueError(f"prior: expected one of {PRIORS}, got {prior!r}")
         self.system = system
@@ -470,7 +471,7 @@ class StudentPlanner:
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
         wrench = prior in ("formation-wrench", "formation-follow")
-        self.prior = FormationPlanner(system, tilt=True, converge_s=PRIOR_CONVERGE_S,
+        self.prior = FormationPlanner(system, tilt=True, converge_s=prior_converge_s,
                                       wrench=wrench, aero=aero if wrench else None,
                                       follow=prior == "formation-follow")
         self.reset()
