@@ -9,7 +9,9 @@ An ENTRY is a checkpoint (``runs/X/checkpoints/round_003.pt``), a policy directo
 ``prior:formation-tilt`` / ``prior:formation-wrench`` / ``prior:formation-follow``: the student
 planning that prior with nothing added (an untrained network whose decoder starts at zero).
 Prints each entry's mean position and attitude RMSE and the score (position / 1 cm + attitude
-/ 1 deg; lower is better).
+/ 1 deg; lower is better). Networks fly raw, as DAgger's validation flies them (whatever a
+policy directory's ``policy.json`` records); ``--hover-calibration`` flies each with its hover
+residual subtracted.
 """
 
 from __future__ import annotations

@@ -758,8 +758,8 @@ def hover_calibration_choice(net: StudentNet, config: TrainConfig, validation: l
     if net.config.frame != "load-yaw":
         return {"hover_calibration": False}
     calibrated = _evaluate(net, config, validation, hover_calibration=True)
-    better = (calibrated["eval_status"] == "completed"
-              and validation_score(calibrated) < validation_score(row))
+    better = calibrated["eval_status"] == "completed" and (
+        row["eval_status"] != "completed" or validation_score(calibrated) < validation_score(row))
     return {"hover_calibration": bool(better),
             "hover_calibrated_eval": {k: calibrated[k] for k in
                                       ("eval_rmse_position_m", "eval_rmse_orientation_deg",

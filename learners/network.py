@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from cableload_sim.horizon import N_NODES, node_offsets
-from planners.student import EGO_FEATURES, LOAD_FEATURES, REF_FEATURES
+from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_CONVERGE_S, REF_FEATURES
 
 HORIZON_S = float(node_offsets()[-1])
 
@@ -78,7 +78,7 @@ class NetworkConfig:
     ``formation-tilt``, ``formation-wrench`` (its cables also supply the load reference's
     torque, so the load does not tilt as it accelerates) or ``formation-follow`` (the wrench
     formation following the load's transient error, which damps its swing)."""
-    prior_converge_s: float = 0.5
+    prior_converge_s: float = PRIOR_CONVERGE_S
     """Time constant (s) of the prior's approach from where the quadrotor is to its slot
     (``FormationPlanner.anchored``): the plans start at the quadrotor. Policies trained before
     it was an option used 0.5 s."""

@@ -17,8 +17,9 @@ position at planning time, axes of the world frame):
   config's ``[aero]``, or formation-follow, the wrench formation moved by a share of the load's
   transient error that each quadrotor estimates from the load positions it observed), which
   depends on the load reference, the system's design and, for formation-follow, the load's
-  observed positions, made to start at the quadrotor's own position and join its slot within
-  ``PRIOR_CONVERGE_S``: position relative to the own position, velocity, acceleration, jerk,
+  observed positions, made to start at the quadrotor's own position and join its slot with the
+  time constant ``prior_converge_s`` (a network option; ``PRIOR_CONVERGE_S`` for policies that
+  record none): position relative to the own position, velocity, acceleration, jerk,
   body rates. The network may plan relative to it (``learners.network``: a residual decoder),
   so an untrained or uncertain student degrades toward a stable, if mediocre, planner instead
   of anywhere.

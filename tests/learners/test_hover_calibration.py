@@ -19,14 +19,14 @@ def _row(position_m, attitude_deg, status="completed"):
             "eval_status": status}
 
 
-@pytest.mark.parametrize("calibrated, chosen", [
-    (_row(0.0030, 0.20), True),                    # 0.50 against 0.58: better
-    (_row(0.0031, 0.22), False),                   # 0.53 against 0.48: worse
-    (_row(0.0001, 0.01, "diverged"), False),       # a run that did not complete never wins
+@pytest.mark.parametrize("raw, calibrated, chosen", [
+    (_row(0.0038, 0.20), _row(0.0030, 0.20), True),               # 0.50 against 0.58: better
+    (_row(0.0029, 0.19), _row(0.0031, 0.22), False),              # 0.53 against 0.48: worse
+    (_row(0.0029, 0.19), _row(0.0001, 0.01, "diverged"), False),  # an incomplete run never wins
+    (_row(0.0001, 0.01, "diverged"), _row(0.0031, 0.22), True),   # over one that did not end
 ])
 def test_the_calibration_is_kept_only_where_it_flies_the_validation_draws_better(
-        monkeypatch, calibrated, chosen):
-    raw = _row(0.0038, 0.20) if chosen else _row(0.0029, 0.19)
+        monkeypatch, raw, calibrated, chosen):
     net = StudentNet(NetworkConfig(frame="load-yaw", prior="formation-follow"))
     asked = []
 
@@ -66,9 +66,11 @@ def test_policy_json_choice_is_honoured_and_a_bad_one_refused(tmp_path, paper_co
     policy = tmp_path / "policy"
     shutil.copytree(GENERALIST_POLICIES[3], policy)
     info = json.loads((policy / "policy.json").read_text())
-    info["hover_calibration"] = True
-    (policy / "policy.json").write_text(json.dumps(info))
-    assert student_planner(paper_config, policy, "onnx").hover_calibration
+    assert info["network"]["frame"] == "load-yaw"
+    for recorded in (False, True):  # false differs from the rule for policies recording none
+        info["hover_calibration"] = recorded
+        (policy / "policy.json").write_text(json.dumps(info))
+        assert student_planner(paper_config, policy, "onnx").hover_calibration is recorded
     del info["hover_calibration"]  # recorded before the choice: load-yaw policies calibrate
     (policy / "policy.json").write_text(json.dumps(info))
     assert student_planner(paper_config, policy, "onnx").hover_calibration
