@@ -32,7 +32,7 @@ import numpy as np
 from backends import ros1
 from backends.agiros import AgirosClient
 from backends.gazebo import WorldObserver, _Stream, init_node, wait_until_known
-from cableload_sim.horizon import node_offsets
+from cableload_sim.horizon import HORIZON_S
 from cableload_sim.params import Config
 from cableload_sim.rotations import quat_multiply
 from cableload_sim.runlog import default_quad_names
@@ -40,7 +40,6 @@ from cableload_sim.trajectories import LoadReferenceSample
 from cableload_sim.world import LocalObservation, WorldState
 from planners.base import PlanGuard
 
-HORIZON_S = float(node_offsets()[-1])
 LOOK_BACK_S = 0.05
 """How far before its decision time a planner reads the reference (finite differences)."""
 NEW_EPISODE_GAP_S = 1.0

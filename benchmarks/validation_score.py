@@ -24,7 +24,7 @@ import torch
 
 from cableload_sim.cli import _train_config_with
 from learners.config import load_train_config
-from learners.dagger import _evaluate, validation_references
+from learners.dagger import _evaluate, validation_references, validation_score
 from learners.export import load_checkpoint
 from learners.network import StudentNet
 
@@ -61,7 +61,7 @@ def main(argv=None) -> None:
     for entry in args.entries:
         row = _evaluate(network_of(entry, config), config, references,
                         hover_calibration=args.hover_calibration)
-        score = row["eval_rmse_position_m"] / 0.01 + row["eval_rmse_orientation_deg"]
+        score = validation_score(row)
         print(f"{entry}: position {row['eval_rmse_position_m']:.4f} m, attitude "
               f"{row['eval_rmse_orientation_deg']:.2f} deg, {row['eval_status']}, "
               f"score {score:.2f}", flush=True)

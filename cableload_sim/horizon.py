@@ -30,6 +30,9 @@ def node_offsets(n_nodes: int = N_NODES) -> np.ndarray:
 _OFFSETS = node_offsets(N_NODES)
 _OFFSETS.flags.writeable = False
 
+HORIZON_S = float(_OFFSETS[-1])
+"""How far ahead of its time (s) a plan of ``N_NODES`` nodes reaches."""
+
 
 def node_times(t: float, n_nodes: int = N_NODES) -> np.ndarray:
     """Absolute node times (s) of a plan made at time ``t``."""

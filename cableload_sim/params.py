@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from cableload_sim.errors import UsageError
-from cableload_sim.horizon import node_offsets
+from cableload_sim.horizon import HORIZON_S
 
 
 class ConfigError(UsageError):
@@ -958,7 +958,7 @@ def _simulation(path: str, table: dict) -> SimulationParams:
             f"{path}.physics_dt: expected at least {MIN_PHYSICS_DT_S:g} s, got {sim.physics_dt!r}: "
             f"that step needs {1.0 / sim.physics_dt:.3g} physics steps per simulated second"
         )
-    horizon = float(node_offsets()[-1])
+    horizon = HORIZON_S
     if sim.planner_rate_hz < 1.0 / horizon:
         raise ConfigError(
             f"{path}.planner_rate_hz: expected at least {1.0 / horizon:.3g} Hz (a plan lasts "
@@ -1044,7 +1044,7 @@ def _link(path: str, table: dict) -> LinkParams:
     if link.delay_min_s > link.delay_max_s:
         raise ConfigError(f"{path}.delay_min_s: expected at most delay_max_s="
                           f"{link.delay_max_s!r} s, got {link.delay_min_s!r}")
-    horizon = float(node_offsets()[-1])
+    horizon = HORIZON_S
     if link.delay_max_s >= horizon:
         raise ConfigError(f"{path}.delay_max_s: expected below the plan's horizon "
                           f"({horizon:.2f} s: a later plan has run out on arrival), got "

@@ -41,7 +41,6 @@ from learners.store import RunStore, Samples, atomic_write_bytes
 from planners.student import (
     EGO_FEATURES,
     LOAD_FEATURES,
-    PRIOR_CONVERGE_S,
     PRIOR_FEATURES,
     REF_FEATURES,
     StudentPlanner,
@@ -231,7 +230,7 @@ def collect_episode(task: EpisodeTask) -> dict:
     student = StudentPlanner.from_config(
         config, policy, history, frame=task.config["network"]["frame"],
         prior=task.config["network"]["prior"],
-        prior_converge_s=task.config["network"].get("prior_converge_s", PRIOR_CONVERGE_S))
+        prior_converge_s=task.config["network"]["prior_converge_s"])
     rng = np.random.default_rng(task.seed)
     backend = make_backend("embedded", config)
     sees_truth = task.config["dagger"].get("teacher_sees_truth", True) and config.sensing.enabled

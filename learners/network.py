@@ -36,10 +36,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from cableload_sim.horizon import N_NODES, node_offsets
+from cableload_sim.horizon import HORIZON_S, N_NODES, node_offsets
 from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_CONVERGE_S, REF_FEATURES
-
-HORIZON_S = float(node_offsets()[-1])
 
 
 @dataclass(frozen=True)

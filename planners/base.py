@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from cableload_sim.errors import UsageError
-from cableload_sim.horizon import node_offsets, node_times
+from cableload_sim.horizon import HORIZON_S, node_times
 from cableload_sim.params import SystemParams
 from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.statics import hover_geometry
@@ -26,9 +26,6 @@ from cableload_sim.world import UavTrajectory, WorldState
 
 REFERENCE_CHECK_S = 600.0
 """How far (s) ``PlanBounds.check_reference`` looks: longer references repeat (loops) or hold."""
-
-HORIZON_S = float(node_offsets()[-1])
-"""How far ahead of its time (s) a plan reaches."""
 
 
 @runtime_checkable
