@@ -36,7 +36,7 @@ import threading
 import numpy as np
 
 from backends import ros1
-from backends.pilot import sample_nodes
+from backends.pilot import ReferenceQueue, reference_problem, sample_nodes
 from cableload_sim.world import UavTrajectory
 
 QUEUE_MODES = ("stock", "replace")
@@ -106,6 +106,109 @@ class StockQueue:
         self._pending = []
 
 
+REJECTED_FOR_S = 1.0
+"""A pilot that refuses every reference it is sent for this long (ROS s) ends the episode
+(``plans_rejected``): the planner no longer flies that quadrotor."""
+
+
+class PilotWatch:
+    """What one pilot makes of every reference its trajectory topic carries, whoever sent it
+    (the episode's clients, planner nodes, anyone else), so that each rejection is counted in
+    every mode.
+
+    The watch keeps a mirror of the pilot's queue (``backends.pilot.ReferenceQueue``, the
+    pilot's own rule: a malformed reference is refused, a stock queue refuses one that starts
+    before its end, a disarmed pilot refuses all) and offers it each reference as it is seen.
+    The pilot's telemetry keeps the mirror true: ``bridge_armed``, and the queue's end
+    (``t + reference_left_duration``) once ``settle_s`` has passed since the newest reference
+    was seen (it is then in the pilot's queue, or lost): a pilot queue that ends short of the
+    mirror's (a reference lost on the way, a queue cleared by a command) replaces it
+    (``resynced``). Times are ROS times (s)."""
+
+    def __init__(self, mode: str = "stock", settle_s: float = 0.05):
+        if not settle_s > 0.0:
+            raise ValueError(f"settle_s: expected a positive time, got {settle_s!r}")
+        self.queue = ReferenceQueue(mode)
+        self.settle_s = settle_s
+        self.armed: bool | None = None
+        """The pilot's ``bridge_armed`` from its newest telemetry (None before one)."""
+        self.seen = 0
+        self.rejected = 0
+        self.resynced = 0
+        self.last_seen: float | None = None
+        self.disarmed_at: float | None = None
+        """When telemetry first said disarmed after saying armed (None: it has not)."""
+        self._refusing_since: float | None = None
+        self._last_refused: float | None = None
+        self.last_problem = ""
+        self.senders: set[str] = set()
+        """Nodes seen publishing references on the topic."""
+        self.trusted: set[str] | None = None
+        """The episode's planners (None: anyone, until the episode says)."""
+        self.foreign: list[tuple[float, str | None]] = []
+        """(start time, sender) of each reference the pilot took from outside ``trusted``."""
+
+    def overridden(self, now: float) -> str | None:
+        """Who made the pilot fly a reference of theirs by ROS time ``now`` (None: nobody)."""
+        for start, sender in self.foreign:
+            if start <= now:
+                return f"flies a reference from {sender} (from ROS time {start:.2f} s)"
+        return None
+
+    def reference(self, ref: dict, now: float, sender: str | None = None) -> bool:
+        """A reference seen on the topic at ROS time ``now``, published by node ``sender``;
+        whether the pilot takes it. One that the pilot takes from a node outside ``trusted``
+        (once that is set) is kept in ``foreign``."""
+        self.seen += 1
+        self.last_seen = now
+        if sender is not None:
+            self.senders.add(sender)
+        problem = reference_problem(ref)
+        if problem is None and self.armed is False:
+            problem = "the pilot is disarmed"
+        if problem is None:
+            end = self.queue.end
+            if self.queue.offer(ref, now):
+                self._refusing_since = self._last_refused = None
+                if self.trusted is not None and sender not in self.trusted:
+                    self.foreign.append((float(ref["t"][0]), sender))
+                return True
+            problem = f"starts at {ref['t'][0]:.3f} s, before the queue's end {end:.3f} s"
+        self.rejected += 1
+        self.last_problem = problem
+        if self._refusing_since is None:
+            self._refusing_since = now
+        self._last_refused = now
+        return False
+
+    def telemetry(self, now: float, armed: bool, in_queue: int, left_s: float) -> None:
+        if self.armed and not armed and self.disarmed_at is None:
+            self.disarmed_at = now
+        self.armed = bool(armed)
+        if self.last_seen is not None and now - self.last_seen < self.settle_s:
+            return  # a reference may still be on its way to the pilot
+        self.queue.drop_expired(now)
+        pilot_end = now + left_s if in_queue > 0 and left_s > 0.0 else None
+        mirror_end = self.queue.end
+        # only a queue that ends short of the mirror's corrects it: one that ends beyond it
+        # holds a reference the pilot got and this watch has not seen yet (another connection)
+        if mirror_end is not None and (pilot_end is None or pilot_end < mirror_end - 1e-3):
+            self.resynced += 1
+            self.queue.clear()
+            if pilot_end is not None:
+                self.queue.references = [{"t": np.array([min(now, pilot_end - 1e-3),
+                                                         pilot_end])}]
+
+    def refusing(self) -> str | None:
+        """Why the pilot is refusing the planner's references, when it has refused every one
+        for ``REJECTED_FOR_S`` (None otherwise)."""
+        if self._refusing_since is None or self._last_refused - self._refusing_since \
+                < REJECTED_FOR_S:
+            return None
+        return (f"every reference refused for {self._last_refused - self._refusing_since:.1f} "
+                f"s ({self.rejected} in all; the last {self.last_problem})")
+
+
 class AgirosClient:
     """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
 
@@ -141,6 +244,7 @@ class AgirosClient:
                              queue_size=10),
         ]
         self.on_state = None  # optional callback(msg)
+        self.on_telemetry = None  # optional callback(msg)
 
     # -- incoming --------------------------------------------------------------------------
 
@@ -151,6 +255,8 @@ class AgirosClient:
 
     def _on_telemetry(self, msg) -> None:
         self.telemetry = msg
+        if self.on_telemetry is not None:
+            self.on_telemetry(msg)
         if self.queue != "stock":
             return
         now = msg.header.stamp.to_sec()
@@ -194,6 +300,10 @@ class AgirosClient:
         sent_at = max(plan_time, now if now is not None else plan_time)
         with self._lock:
             queued_end = self._queue.end
+        if queued_end is not None and queued_end >= float(traj.t[-1]) + t_offset:
+            # the pilot's queue reaches past this whole plan (someone queued a reference far
+            # ahead): send it anyway, so that the pilot's refusals are seen and counted
+            queued_end = None
         start = plan_time if queued_end is None or queued_end < plan_time else queued_end
         piece = plan_piece(traj, start - t_offset, sent_at + self.period_s + self.margin_s - t_offset,
                            self.resample_s)

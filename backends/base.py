@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from cableload_sim.disturbances import WrenchDisturbance
+from cableload_sim.errors import CableloadError
 from cableload_sim.params import SystemParams
 from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
 
@@ -50,11 +51,26 @@ class BackendHealth:
 
     ok: bool = True
     messages: list[str] = field(default_factory=list)
+    status: str = "backend_failed"
+    """With ``ok`` false, the episode status it calls for (an ``EpisodeStatus`` value:
+    ``backend_failed``, ``world_reset``, ``clock_stalled``, ...)."""
     rejected_plans: int = 0
-    """Plans the onboard controllers refused (non-finite or malformed)."""
+    """References the onboard controllers or pilots refused (malformed, or against a stock
+    pilot's queueing rule), whoever sent them."""
     hold_fraction: float = 0.0
     """Fraction of controller updates spent holding hover instead of tracking a plan."""
     extra: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
+    """Figures the episode's metrics report as they are (e.g. ``stamps_dropped``)."""
+
+
+class EpisodeAborted(CableloadError):
+    """A backend refuses to start the episode (``reset``): the run ends at once with
+    ``status`` (an ``EpisodeStatus`` value, e.g. ``system_mismatch``) and the message."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
 
 
 @runtime_checkable

@@ -166,6 +166,7 @@ class EmbeddedBackend:
         return BackendHealth(
             ok=finite,
             messages=[] if finite else ["simulation state is not finite"],
+            status="non_finite",
             rejected_plans=int(stats.rejected_plans.sum()),
             hold_fraction=float(stats.hold_updates.sum() / (updates * self.sim.n)),
             extra={

@@ -26,19 +26,20 @@ quadrotors flying the Agilicious pilot, or ``cableload world``).
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import math
 import os
 import socket
 import threading
 import time
-from collections import deque
 from urllib.parse import urlparse
 
 import numpy as np
 
 from backends import ros1
-from backends.agiros import AgirosClient
-from backends.base import BackendHealth, Scenario
+from backends.agiros import AgirosClient, PilotWatch
+from backends.base import BackendHealth, EpisodeAborted, Scenario
 from cableload_sim.errors import UsageError
 from cableload_sim.params import Config
 from cableload_sim.rotations import quat_to_matrix
@@ -95,41 +96,90 @@ def wait_until_known(latest, ros_time: float) -> None:
         time.sleep(0.0005)
 
 
+FUTURE_S = 0.25
+"""A message stamped further than this ahead of the world's newest clock (ROS s) is dropped:
+it cannot come from the world (a state is published a slice before the clock that announces
+its instant, and may be handled a little after it)."""
+
+
 class _Stream:
     """Recent messages of one source, thread-safe: rows (t, position, attitude quaternion
-    w-x-y-z, further arrays...)."""
+    w-x-y-z, further arrays...) in stamp order.
 
-    def __init__(self):
+    With ``clock`` (a callable giving the world's newest ROS time, None before the first), a
+    stamp is checked against it: one from the future (beyond ``FUTURE_S``), from before the
+    kept history, or one already held is dropped and counted (``dropped``), never
+    interpolated; a row stamped ahead of the clock is kept but not seen until the clock has
+    reached it. A single message stamped 100 s ahead once made every later state look
+    out of date."""
+
+    def __init__(self, clock=None, future_s: float = FUTURE_S):
         self._lock = threading.Lock()
-        self._rows: deque = deque()
+        self._times: list[float] = []
+        self._rows: list[tuple] = []
+        self._clock = clock
+        self.future_s = future_s
+        self.dropped = {"future": 0, "past": 0, "repeated": 0}
 
-    def add(self, t: float, *values) -> None:
+    def add(self, t: float, *values) -> bool:
+        """Keep one message's row; False when its stamp was dropped."""
+        now = self._clock() if self._clock is not None else None
+        if not math.isfinite(t):
+            reason = "future"
+        elif now is not None and t > now + self.future_s:
+            reason = "future"
+        elif now is not None and t < now - HISTORY_S:
+            reason = "past"
+        else:
+            reason = None
         with self._lock:
-            self._rows.append((t, *values))
-            while self._rows and self._rows[0][0] < t - HISTORY_S:
-                self._rows.popleft()
+            if reason is None:
+                k = bisect.bisect_left(self._times, t)
+                if k < len(self._times) and self._times[k] == t:
+                    reason = "repeated"
+                else:
+                    self._times.insert(k, t)
+                    self._rows.insert(k, (t, *values))
+                    cut = bisect.bisect_left(self._times, self._times[-1] - HISTORY_S)
+                    if cut:
+                        del self._times[:cut]
+                        del self._rows[:cut]
+                    return True
+            self.dropped[reason] += 1
+        return False
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+    def _visible(self) -> int:
+        """How many rows (from the oldest) the clock has reached; call with the lock held."""
+        now = self._clock() if self._clock is not None else None
+        if now is None:
+            return len(self._rows)
+        return bisect.bisect_right(self._times, now + 1e-9)
 
     def latest(self):
         with self._lock:
-            return self._rows[-1] if self._rows else None
+            k = self._visible()
+            return self._rows[k - 1] if k else None
 
     def latest_until(self, t: float):
         """The newest row stamped at or before ``t`` (None without one)."""
         with self._lock:
-            for row in reversed(self._rows):
-                if row[0] <= t:
-                    return row
-        return None
+            k = min(self._visible(), bisect.bisect_right(self._times, t))
+            return self._rows[k - 1] if k else None
 
     def between(self, t_from: float, t_to: float) -> list:
         with self._lock:
-            return [row for row in self._rows if t_from < row[0] <= t_to]
+            k = self._visible()
+            return [row for row in self._rows[:k] if t_from < row[0] <= t_to]
 
     def at(self, times: np.ndarray) -> list[np.ndarray] | None:
         """Every value interpolated linearly at ``times`` (held beyond the ends); the attitude
         renormalized."""
         with self._lock:
-            rows = list(self._rows)
+            rows = self._rows[: self._visible()]
         if not rows:
             return None
         t = np.array([r[0] for r in rows])
@@ -158,11 +208,38 @@ def newest_common_stamp(load: _Stream, required: list[_Stream],
     return None if row is None else row[0]
 
 
+JUMP_M = 0.05
+"""Position step (m) beyond what the load's velocity explains, between two of its samples,
+that only a reset or a hand-placed model makes (plus ``JUMP_ACCEL`` dt^2)."""
+JUMP_SPEED = 0.5
+"""Speed step (m/s) between two samples of the load beyond ``JUMP_ACCEL`` dt, likewise."""
+JUMP_ACCEL = 30.0
+"""Acceleration (m/s^2, 3 g) the load never reaches in flight."""
+
+
+def load_jump(previous: tuple, row: tuple) -> str | None:
+    """Why two consecutive load rows (t, p, q, v, ...) cannot both be flight (None when they
+    can): a world reset or a model moved by hand teleports the load."""
+    dt = row[0] - previous[0]
+    if dt <= 0.0:
+        return None
+    p0, v0, p1, v1 = previous[1], previous[3], row[1], row[3]
+    off = float(np.linalg.norm(p1 - p0 - 0.5 * (v0 + v1) * dt))
+    speed_step = float(np.linalg.norm(v1 - v0))
+    if off <= JUMP_M + JUMP_ACCEL * dt * dt and speed_step <= JUMP_SPEED + JUMP_ACCEL * dt:
+        return None
+    return (f"the load jumped {np.linalg.norm(p1 - p0):.2f} m (speed {np.linalg.norm(v0):.2f} "
+            f"-> {np.linalg.norm(v1):.2f} m/s) in {1e3 * dt:.0f} ms at ROS time {row[0]:.2f} s")
+
+
 class WorldObserver:
     """The privileged view of a ROS world: every quadrotor's state, the load's odometry and
-    the cable tensions, as ``WorldState`` and ``WorldSamples`` (ROS times minus ``t0``)."""
+    the cable tensions, as ``WorldState`` and ``WorldSamples`` (ROS times minus ``t0``).
+    ``clock``: the world's newest ROS time (stamps are checked against it, ``_Stream``).
+    ``jump`` says when the load was teleported (``load_jump``)."""
 
-    def __init__(self, config: Config, quad_names: list[str], clients: list[AgirosClient]):
+    def __init__(self, config: Config, quad_names: list[str], clients: list[AgirosClient],
+                 clock=None):
         rospy = ros1.rospy()
         m = ros1.messages()
         self.system = config.system
@@ -171,9 +248,11 @@ class WorldObserver:
         self.rho = config.system.attachment_array()
         self.attach = np.array([q.attachment for q in config.system.quadrotors])
         self.hover_tensions = hover_geometry(config.system).tensions
-        self.quads = [_Stream() for _ in quad_names]
-        self.load = _Stream()
-        self.tension = _Stream()
+        self.quads = [_Stream(clock) for _ in quad_names]
+        self.load = _Stream(clock)
+        self.tension = _Stream(clock)
+        self.jump: str | None = None
+        self._last_load: tuple | None = None
         for i, client in enumerate(clients):
             client.on_state = self._quad_callback(i)
         self._subscribers = [
@@ -190,8 +269,17 @@ class WorldObserver:
         return on_state
 
     def _on_load(self, msg) -> None:
-        t, p, q, v, w = ros1.from_odometry(msg)
-        self.load.add(t, p, q, v, w)
+        row = ros1.from_odometry(msg)
+        if not self.load.add(*row):
+            return
+        last, self._last_load = self._last_load, row
+        if last is not None and self.jump is None:
+            self.jump = load_jump(last, row)
+
+    @property
+    def stamps_dropped(self) -> int:
+        """Messages dropped for their stamps (``_Stream``), every stream together."""
+        return sum(s.dropped_total for s in (*self.quads, self.load, self.tension))
 
     def _on_tension(self, msg) -> None:
         if len(msg.tension) == self.n:
@@ -254,8 +342,33 @@ class WorldObserver:
             sub.unregister()
 
 
+WORLD_SECTIONS = ("system", "controller", "mismatch", "link", "imu", "aero", "wind", "ball",
+                  "battery", "ground")
+"""Configuration sections the world simulates: an episode must use the world's."""
+WORLD_CHECK_S = 0.5
+"""How often (wall s) the backend asks the master whether the world is still the one it
+started the episode with."""
+LOCKSTEP_STALL_S = 6.0
+"""How long (wall s) the clock of a world in lockstep may stand: it waits up to
+``world_node.LOCKSTEP_WAIT_S`` for a quadrotor's reference."""
+UAV_OFF_GRACE_S = 0.1
+"""A pilot seen disarmed is reported ``uav_off`` once this much world time (s) has shown no
+reset (a world reset disarms every pilot and teleports the system at once)."""
+
+
 class GazeboBackend:
-    """Backend over a ROS1 world; one ``advance`` is one planner period of the world's clock."""
+    """Backend over a ROS1 world; one ``advance`` is one planner period of the world's clock.
+
+    It fails loudly: ``health()`` names what went wrong (``EpisodeStatus`` values) when the
+    master stops answering or the world stops (``backend_failed``), the clock stands still with
+    the world alive (``clock_stalled``) or goes back, the load is teleported or every pilot is
+    disarmed at once (``world_reset``), another world takes over (``world_replaced``), a pilot
+    is switched off by someone else (``uav_off``), or a pilot refuses every reference it is
+    sent for ``agiros.REJECTED_FOR_S`` (``plans_rejected``). Every reference on a pilot's
+    trajectory topic is watched (``PilotWatch``), whoever sent it, so ``rejected_plans`` counts
+    them in every mode. ``reset`` refuses a world that simulates another system or
+    configuration (``system_mismatch``, from what ``cableload world`` says of itself), and the
+    constructor refuses options the backend cannot honour (``sensing``)."""
 
     name = "gazebo"
     deterministic = False
@@ -264,6 +377,12 @@ class GazeboBackend:
     def __init__(self, config: Config, *, quad_names: list[str] | None = None,
                  pilot_queue: str = "stock", timeout_s: float = 0.4,
                  connect_timeout_s: float = 20.0, node_name: str = "cableload_backend"):
+        if config.sensing.enabled:
+            raise UsageError(
+                "sensing.enabled=true: the gazebo backend gives planners the world's published "
+                "states and models no motion capture; fly sensing on the embedded backend "
+                "(the world's onboard estimate is [imu], set in the world's and the episode's "
+                "configuration alike)")
         self.config = config
         self.system = config.system
         self.planner_period_s = 1.0 / config.simulation.planner_rate_hz
@@ -275,16 +394,41 @@ class GazeboBackend:
         init_node(node_name)
         rospy = ros1.rospy()
         m = ros1.messages()
+        self.pilot_queue = pilot_queue
         self.clients = [AgirosClient(name, pilot_queue, self.planner_period_s)
                         for name in self.names]
-        self.observer = WorldObserver(config, self.names, self.clients)
         self._clock_cond = threading.Condition()
         self.clock: float | None = None
         self._clock_wall = time.monotonic()
-        self._master_checked = time.monotonic()
+        self._clock_source: str | None = None
+        self._clock_back: tuple[float, float] | None = None
+        self._master_checked = self._world_checked = time.monotonic()
+        self.observer = WorldObserver(config, self.names, self.clients, clock=self._now)
+        self.watches = [PilotWatch(pilot_queue) for _ in self.names]
+        self._subscribers = []
+        self.me = rospy.get_caller_id()
+        self.planner_nodes = False
+        """Whether the episode's planners are nodes of their own (``NodePlanners``)."""
+        self.overrides: list[tuple[float, str, str, str]] = []
+        """(ROS time, quadrotor, command, sender) of pilot commands from other nodes."""
+        for i, (client, name) in enumerate(zip(self.clients, self.names)):
+            client.on_telemetry = self._telemetry_callback(i)
+            self._subscribers.append(rospy.Subscriber(
+                ros1.TRAJECTORY_TOPIC.format(quad=name), m.Reference, self._reference_callback(i),
+                queue_size=50))
+            for command, topic, cls in (("off", ros1.OFF_TOPIC, m.Empty),
+                                        ("land", ros1.LAND_TOPIC, m.Empty),
+                                        ("force_hover", ros1.FORCE_HOVER_TOPIC, m.Empty),
+                                        ("enable", ros1.ENABLE_TOPIC, m.Bool)):
+                self._subscribers.append(rospy.Subscriber(
+                    topic.format(quad=name), cls, self._command_callback(name, command),
+                    queue_size=10))
         self._clock_sub = rospy.Subscriber("/clock", m.Clock, self._on_clock, queue_size=10)
         self.pub_horizon = rospy.Publisher(ros1.LOAD_HORIZON_TOPIC, m.Reference, queue_size=2)
         self._failure: str | None = None
+        self._failure_status = "backend_failed"
+        self.world: dict | None = None
+        """What ``cableload world`` says of itself (``ros1.world_info``; None for Gazebo)."""
         self._unpause = None  # set while the world is paused for the first plans
         self._period_end = 0.0
         self._last_sample = 0.0
@@ -292,32 +436,92 @@ class GazeboBackend:
 
     # -- clock -----------------------------------------------------------------------------
 
+    def _now(self) -> float | None:
+        return self.clock
+
     def _on_clock(self, msg) -> None:
+        t = msg.clock.to_sec()
         with self._clock_cond:
-            self.clock = msg.clock.to_sec()
-            self._clock_wall = time.monotonic()
+            if self.clock is not None and t < self.clock - 1e-9 and self._clock_back is None:
+                self._clock_back = (self.clock, t)
+            if self.clock is None or t > self.clock:  # a clock that stands is not alive
+                self._clock_wall = time.monotonic()
+            self.clock = t
+            source = ros1.caller_of(msg)
+            if self._clock_source is None:
+                self._clock_source = source
+            elif source is not None and source != self._clock_source and self._failure is None:
+                self._fail("world_replaced", f"/clock now comes from {source}, no longer from "
+                           f"{self._clock_source}: another world took over the ROS graph")
             self._clock_cond.notify_all()
+
+    def _fail(self, status: str, message: str) -> None:
+        if self._failure is None:
+            self._failure, self._failure_status = message, status
+
+    def _stall_limit(self, timeout_s: float) -> float:
+        lockstep = bool(self.world and self.world.get("lockstep"))
+        return max(timeout_s, LOCKSTEP_STALL_S) if lockstep else timeout_s
 
     def _wait_clock(self, ros_time: float, what: str, timeout_s: float | None = None) -> bool:
         """Wait until the clock reaches ``ros_time``; False (and the failure noted) when the
-        clock stops for ``timeout_s`` (default ``self.timeout_s``) or the master disappears."""
-        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        clock stands for ``timeout_s`` (default ``self.timeout_s``), the master disappears, or
+        the world is replaced."""
+        limit = self._stall_limit(self.timeout_s if timeout_s is None else timeout_s)
         with self._clock_cond:
             while True:
+                if self._failure is not None:
+                    return False
                 now = time.monotonic()
                 if now - self._master_checked > MASTER_CHECK_S:
                     # connections between nodes outlive the master: ask it directly
                     self._master_checked = now
                     if not master_reachable(timeout=0.1):
-                        self._failure = f"ROS master at {master_uri()} stopped answering"
+                        self._fail("backend_failed",
+                                   f"ROS master at {master_uri()} stopped answering")
                         return False
+                if now - self._world_checked > WORLD_CHECK_S:
+                    self._world_checked = now
+                    self._check_world_instance()
+                    if self._failure is not None:
+                        return False
+                if self._clock_back is not None:
+                    self._clock_went_back()
+                    return False
                 if self.clock is not None and self.clock >= ros_time:
                     return True
-                if now - self._clock_wall > timeout_s:
-                    self._failure = (f"no /clock from the world for {now - self._clock_wall:.2f} s "
-                                     f"while {what} (world stopped, paused or unreachable)")
+                if now - self._clock_wall > limit:
+                    self._clock_stopped(now - self._clock_wall, what)
                     return False
                 self._clock_cond.wait(timeout=0.02)
+
+    def _clock_stopped(self, silent_s: float, what: str) -> None:
+        source = self._clock_source or ros1.WORLD_NODE
+        if self.clock is not None and ros1.node_answers(source):
+            self._fail("clock_stalled",
+                       f"the world's clock has stood at {self.clock:.3f} s for {silent_s:.2f} s "
+                       f"of wall time while {what}, its node {source} alive (paused?)")
+        else:
+            self._fail("backend_failed",
+                       f"no /clock from the world for {silent_s:.2f} s while {what} (its node "
+                       f"{source} does not answer: the world stopped or is unreachable)")
+
+    def _clock_went_back(self) -> None:
+        before, after = self._clock_back
+        self._check_world_instance()
+        self._fail("world_reset", f"the world's clock went back from {before:.3f} s to "
+                   f"{after:.3f} s (the simulation was reset or restarted)")
+
+    def _check_world_instance(self) -> None:
+        """``world_replaced`` when ``cableload world`` says it is another instance than the one
+        this episode started with."""
+        if self.world is None:
+            return
+        info = ros1.world_info()
+        if info is not None and info.get("instance") != self.world.get("instance"):
+            self._fail("world_replaced",
+                       f"another `cableload world` (pid {info.get('pid')}) replaced the one this "
+                       f"episode started with (pid {self.world.get('pid')})")
 
     def _wait_first_clock(self) -> None:
         """Wait (up to ``SETUP_TIMEOUT_S``, the master checked meanwhile) for the world's first
@@ -333,6 +537,68 @@ class GazeboBackend:
     @property
     def time(self) -> float:
         return (self.clock or 0.0) - self.t0
+
+    # -- watching the pilots ---------------------------------------------------------------
+
+    def _reference_callback(self, i: int):
+        def on_reference(msg):
+            now = self.clock
+            if now is not None:
+                self.watches[i].reference(ros1.trajectory_arrays(msg), now, ros1.caller_of(msg))
+
+        return on_reference
+
+    def _command_callback(self, name: str, command: str):
+        def on_command(msg):
+            sender = ros1.caller_of(msg)
+            if sender == self.me or (command == "enable" and msg.data):
+                return  # ours, or arming an armed pilot
+            said = "enable false" if command == "enable" else command
+            self.overrides.append((self.clock or 0.0, name, said, sender))
+
+        return on_command
+
+    def trust(self, senders_by_uav: list[set[str]]) -> None:
+        """The nodes whose references each pilot flies in this episode (the backend itself
+        always); a reference another node makes a pilot fly ends it (``pilot_override``)."""
+        for watch, senders in zip(self.watches, senders_by_uav):
+            watch.trusted = {self.me, *senders}
+
+    def _telemetry_callback(self, i: int):
+        def on_telemetry(msg):
+            self.watches[i].telemetry(msg.header.stamp.to_sec(), msg.bridge_armed.data,
+                                      msg.num_references_in_queue, msg.reference_left_duration)
+
+        return on_telemetry
+
+    def _pilot_problem(self) -> tuple[str, str] | None:
+        """(status, message) for pilots switched off, commanded or fed by another node, or
+        refusing every reference."""
+        for t, name, command, sender in self.overrides:
+            if t >= self.t0:
+                status = "uav_off" if command in ("off", "enable false") else "pilot_override"
+                return status, (f"{name}'s pilot was sent `{command}` by {sender} at ROS time "
+                                f"{t:.2f} s, outside the episode")
+        for name, watch in zip(self.names, self.watches):
+            why = watch.overridden(self.clock or 0.0)
+            if why is not None:
+                return "pilot_override", f"{name}'s pilot {why}, not from the episode's planner"
+        off = [(name, w.disarmed_at) for name, w in zip(self.names, self.watches)
+               if w.disarmed_at is not None]
+        if off:
+            if len(off) == len(self.names) and max(t for _, t in off) - min(t for _, t in off) \
+                    <= UAV_OFF_GRACE_S:
+                return "world_reset", (f"every pilot disarmed at once (ROS time {off[0][1]:.2f} "
+                                       "s): the world was reset")
+            if self.clock is not None and self.clock - min(t for _, t in off) >= UAV_OFF_GRACE_S:
+                names = ", ".join(name for name, _ in off)
+                return "uav_off", (f"{names} switched off or disarmed outside the episode "
+                                   f"(ROS time {off[0][1]:.2f} s)")
+        for name, watch in zip(self.names, self.watches):
+            why = watch.refusing()
+            if why is not None:
+                return "plans_rejected", f"{name}'s pilot: {why}"
+        return None
 
     # -- protocol --------------------------------------------------------------------------
 
@@ -352,6 +618,44 @@ class GazeboBackend:
                 raise ros1.RosFailure(f"timed out after {seconds:g} s waiting for {what}")
             time.sleep(0.01)
 
+    def _check_world(self) -> None:
+        """Refuse (``EpisodeAborted``, ``system_mismatch``) a world that flies other
+        quadrotors or another configuration than this episode."""
+        info = ros1.world_info()
+        self.world = info
+        if info is None:  # not `cableload world`: the quadrotors it publishes must be ours
+            published = {topic for topic, _ in ros1.rospy().get_published_topics()}
+            state = ros1.STATE_TOPIC.format(quad=f"quad{len(self.names) + 1}")
+            if state in published:
+                raise EpisodeAborted("system_mismatch", f"the world publishes {state}: it "
+                                     f"flies more than this episode's {len(self.names)} "
+                                     "quadrotors (--uavs)")
+            return
+        names = info.get("quad_names")
+        if names != list(self.names):
+            raise EpisodeAborted("system_mismatch", f"the world flies {len(names or [])} "
+                                 f"quadrotors ({', '.join(names or [])}), this episode "
+                                 f"{len(self.names)} ({', '.join(self.names)}): give both the "
+                                 "same --uavs")
+        if info.get("pilot_queue") not in (None, self.pilot_queue):
+            raise EpisodeAborted("system_mismatch", f"the world's pilots run the "
+                                 f"{info['pilot_queue']} queue, this episode sends for "
+                                 f"{self.pilot_queue} (--pilot-queue)")
+        world_config = info.get("config") or {}
+        ours = dataclasses.asdict(self.config)
+        for section in WORLD_SECTIONS:
+            if section in world_config:
+                differs = config_differences(ours[section], world_config[section], section)
+                if differs:
+                    raise EpisodeAborted(
+                        "system_mismatch", "the world simulates another configuration than "
+                        f"this episode's: {'; '.join(differs[:3])}"
+                        f"{f' (and {len(differs) - 3} more)' if len(differs) > 3 else ''}; give "
+                        "the world and the episode the same --config and --set")
+        for watch in self.watches:
+            watch.settle_s = max(watch.settle_s, float(
+                world_config.get("link", {}).get("delay_max_s", 0.0)) + 0.02)
+
     def reset(self, scenario: Scenario) -> WorldState:
         if scenario.disturbance is not None:
             raise UsageError("the gazebo backend cannot apply a load wrench disturbance; "
@@ -365,6 +669,7 @@ class GazeboBackend:
         pause = self._service(ros1.PAUSE_PHYSICS, m.EmptyService)
         unpause = self._service(ros1.UNPAUSE_PHYSICS, m.EmptyService)
         set_state = self._service(ros1.SET_MODEL_STATE, m.SetModelState)
+        self._check_world()
         pause()
         request = m.ModelState(model_name=ros1.MODEL_NAME,
                                pose=ros1.pose(scenario.load_p, scenario.load_q),
@@ -396,6 +701,17 @@ class GazeboBackend:
         self.t0 = self.clock
         self._wait_state(self.t0)
         self.observer.t0 = self.t0
+        # what happened during the set-up (the placement teleports the load) is not a fault
+        self.observer.jump = None
+        self._clock_back = None
+        self.overrides.clear()
+        for watch, client in zip(self.watches, self.clients):
+            watch.disarmed_at = None
+            watch.armed = bool(client.telemetry.bridge_armed.data)
+            watch.foreign.clear()
+            watch.senders.clear()
+            # planner nodes are trusted once their first plans are in (``trust``)
+            watch.trusted = None if self.planner_nodes else {self.me}
         self._period_end = self.t0
         self._last_sample = self.t0  # samples from the episode's start on
         return self.observe()
@@ -483,11 +799,19 @@ class GazeboBackend:
         wait_until_known(self.observer.latest_time, ros_time)
 
     def health(self) -> BackendHealth:
-        messages = [self._failure] if self._failure else []
-        return BackendHealth(ok=self._failure is None, messages=messages,
-                             rejected_plans=sum(c.rejected for c in self.clients),
+        status, message = self._failure_status, self._failure
+        if message is None and self.observer.jump is not None:
+            status, message = "world_reset", (f"{self.observer.jump}: the world was reset or "
+                                              "the system moved by hand")
+        if message is None:
+            status, message = self._pilot_problem() or (status, None)
+        rejected = sum(w.rejected for w in self.watches)
+        return BackendHealth(ok=message is None, messages=[message] if message else [],
+                             status=status, rejected_plans=rejected,
                              extra={"plans_sent": sum(c.sent for c in self.clients),
-                                    "pilot_rejections": sum(c.rejected for c in self.clients)})
+                                    "pilot_rejections": rejected},
+                             metrics={"references_seen": sum(w.seen for w in self.watches),
+                                      "stamps_dropped": self.observer.stamps_dropped})
 
     def close(self) -> None:
         if self._unpause is not None:  # ended before its first advance: leave the world running
@@ -496,19 +820,45 @@ class GazeboBackend:
             except Exception:  # noqa: BLE001 - a world that is gone is not paused either
                 pass
             self._unpause = None
-        if self._failure is None:
+        if self._failure is None or self._failure_status not in ("backend_failed",
+                                                                 "world_replaced"):
             # an empty reference horizon stops planner nodes; a plan one of them had already
             # sent lands within a planner period, before the pilots are told to hover (after,
             # it would set them tracking again)
             self.pub_horizon.publish(ros1.messages().Reference(header=ros1.header(
                 self.clock or 0.0, frame="load_reference"), points=[]))
-            if self.clock is not None:
+            if self.clock is not None and self._failure is None:
                 self._wait_clock(self.clock + self.planner_period_s, "the episode ended")
             for client in self.clients:
                 client.command("force_hover")
         for client in self.clients:
             client.close()
+        for sub in self._subscribers:
+            sub.unregister()
         self.observer.close()
         self._clock_sub.unregister()
         self.pub_horizon.unregister()
         ros1.thaw_heap()
+
+
+def config_differences(ours, theirs, path: str) -> list[str]:
+    """``path.key: ours vs theirs`` for every leaf where two config dicts (``asdict``, JSON)
+    differ (numbers compared to 1e-9 relative)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        out = []
+        for key in sorted(set(ours) | set(theirs)):
+            out += config_differences(ours.get(key), theirs.get(key), f"{path}.{key}")
+        return out
+    if isinstance(ours, (list, tuple)) and isinstance(theirs, (list, tuple)) \
+            and len(ours) == len(theirs):
+        out = []
+        for k, (a, b) in enumerate(zip(ours, theirs)):
+            out += config_differences(a, b, f"{path}[{k}]")
+        return out
+    if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) \
+            and not isinstance(ours, bool) and not isinstance(theirs, bool):
+        if math.isclose(float(ours), float(theirs), rel_tol=1e-9, abs_tol=1e-12):
+            return []
+    elif ours == theirs:
+        return []
+    return [f"{path}: this episode {ours!r}, the world {theirs!r}"]

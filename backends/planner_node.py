@@ -24,6 +24,7 @@ node's first plan.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -31,7 +32,9 @@ import numpy as np
 
 from backends import ros1
 from backends.agiros import AgirosClient
+from backends.base import BackendHealth
 from backends.gazebo import WorldObserver, _Stream, init_node, wait_until_known
+from cableload_sim.errors import UsageError
 from cableload_sim.horizon import HORIZON_S
 from cableload_sim.params import Config
 from cableload_sim.rotations import quat_multiply
@@ -178,6 +181,11 @@ class PlannerNode:
         self.plans_sent = 0
         self.skipped = 0
         self.stale = 0  # plans made from states older than their decision time
+        self.horizons_ignored = 0  # reference horizons from another publisher than the episode
+        self._clock: float | None = None  # the world's newest /clock (ROS s)
+        self._owner: str | None = None  # the node whose horizons this node follows
+        self._owner_seen: float | None = None
+        self._fresh = True  # the planner is reset before the next plan (a new episode)
         self.plan_times: list[float] = []
         self.send_gaps: list[float] = []  # between plans leaving, on the world's clock (s)
         self._last_sent: float | None = None
@@ -195,9 +203,10 @@ class PlannerNode:
                                               self._on_horizon, queue_size=2)]
         if self.uav is None:
             self.observer = WorldObserver(self.config, self.names,
-                                          [self.clients[i] for i in self.uavs])
+                                          [self.clients[i] for i in self.uavs],
+                                          clock=lambda: self._clock)
         else:
-            self._own, self._load = _Stream(), _Stream()
+            self._own, self._load = _Stream(lambda: self._clock), _Stream(lambda: self._clock)
             self.clients[self.uav].on_state = self._on_own_state
             self._subscribers.append(rospy.Subscriber(ros1.LOAD_POSE_TOPIC, m.PoseStamped,
                                                       self._on_load_pose, queue_size=10))
@@ -217,23 +226,42 @@ class PlannerNode:
         self._worker.start()
 
     def _on_horizon(self, msg) -> None:
+        """A reference horizon. The episode that publishes them owns this node: while its
+        horizons keep coming, one from another publisher (an empty one would end the
+        episode here) is ignored and counted (``horizons_ignored``)."""
+        caller = ros1.caller_of(msg)
+        clock = self._clock
+        owned = (self._owner is not None and caller != self._owner and clock is not None
+                 and self._owner_seen is not None and clock - self._owner_seen < NEW_EPISODE_GAP_S)
+        if owned:
+            self.horizons_ignored += 1
+            return
         if not msg.points:  # the episode is over: send nothing more (the pilots will hover)
             self.reference = None
             self._anchor = self._last_horizon = None
             self._last_sent = None
+            self._owner = self._owner_seen = None
             for client in self.clients.values():
                 client.reset_queue()
             return
-        self.reference = SampledReference(ros1.load_setpoints_arrays(msg))
+        try:
+            reference = SampledReference(ros1.load_setpoints_arrays(msg))
+        except ValueError:
+            self.horizons_ignored += 1
+            return
+        self.reference = reference
+        self._owner, self._owner_seen = caller, clock
         stamp, last = msg.header.stamp.to_sec(), self._last_horizon
         self._last_horizon = stamp
         if self._anchor is not None and last is not None and stamp - last < NEW_EPISODE_GAP_S:
             periods = (stamp - self._anchor) / self.period_s
             if abs(periods - round(periods)) < 1e-3:
                 return
-        # an episode starts (or one whose end was missed was replaced): decide now
+        # an episode starts (or one whose end was missed was replaced): decide now, with the
+        # planner's memory of any earlier episode forgotten (history, warm start)
         self._anchor = stamp
         self._decision = 0
+        self._fresh = True
         self._due.set()
 
     def _on_load_pose(self, msg) -> None:
@@ -259,10 +287,12 @@ class PlannerNode:
                                    self.system.quadrotors[self.uav].attachment)
 
     def _on_clock(self, msg) -> None:
+        now = msg.clock.to_sec()
+        self._clock = now
         anchor = self._anchor
         if anchor is None:
             return
-        decision = ros1.decision_index(msg.clock.to_sec() - anchor, self.period_s)
+        decision = ros1.decision_index(now - anchor, self.period_s)
         if decision > self._decision:
             if self._due.is_set():
                 self.skipped += 1  # the previous plan is still being made
@@ -292,6 +322,9 @@ class PlannerNode:
             return False
         decided = anchor + self._decision * self.period_s
         wait_until_known(self._known_until, decided)  # the world's states of that time
+        if self._fresh:
+            self._fresh = False
+            self.planner.reset()
         start = time.perf_counter()
         if self.uav is not None:
             obs = self._observation()
@@ -328,7 +361,8 @@ class PlannerNode:
         world's clock: a gap over one period plus the client's margin empties a stock pilot's
         queue."""
         text = (f"{self.plans_sent} plans sent, {self.skipped} decisions skipped, {self.stale} "
-                f"made from states older than their decision")
+                f"made from states older than their decision, {self.stamps_dropped} messages "
+                f"dropped for their stamps, {self.horizons_ignored} reference horizons ignored")
         if self.plan_times:
             ms = 1e3 * np.asarray(self.plan_times)
             text += (f"; making one: median {np.median(ms):.1f} ms, 99th percentile "
@@ -339,6 +373,13 @@ class PlannerNode:
             text += (f"; gap between sends: max {gaps.max():.3f} s, "
                      f"{int(np.sum(gaps > limit))} over {limit:.2f} s")
         return text
+
+    @property
+    def stamps_dropped(self) -> int:
+        """Messages dropped for stamps from the future, the far past or repeated (``_Stream``)."""
+        if self.uav is None:
+            return self.observer.stamps_dropped
+        return self._own.dropped_total + self._load.dropped_total
 
     def close(self) -> None:
         self._stop.set()
@@ -392,45 +433,77 @@ def _wait_for_sim_time(wait_s: float) -> None:
                           "(`cableload world` or Gazebo) first")
 
 
+NODE_SILENCE_S = 1.0
+"""A planner node from which no plan has come for this much world time (s) is lost: killed,
+stuck or disconnected (``node_lost``). A stock pilot's queue has run dry long before."""
+
+
 class NodePlanners:
     """The planner seat of an episode whose planners run as nodes: each period it publishes the
-    load reference over the horizon for them, plans nothing, and counts the plans the nodes
-    publish (``report``)."""
+    load reference over the horizon for them, plans nothing, and watches that every node keeps
+    planning (``health``: ``node_lost`` when none answered the first decision within
+    ``first_plan_wait_s``, or one has sent nothing for ``NODE_SILENCE_S``). The plans are seen
+    on the pilots' trajectory topics by the backend's ``PilotWatch``es."""
 
     name = "nodes"
     warm_up = False  # nothing to compile here, and the nodes plan first with the world paused
 
-    def __init__(self, backend):
-        rospy = ros1.rospy()
-        m = ros1.messages()
+    def __init__(self, backend, first_plan_wait_s: float = FIRST_PLAN_WAIT_S):
+        if not (math.isfinite(first_plan_wait_s) and first_plan_wait_s > 0.0):
+            raise UsageError(f"--node-wait: expected a positive number of seconds, got "
+                             f"{first_plan_wait_s!r}")
         self.backend = backend
-        self.received = [0] * len(backend.names)
-        self._subscribers = [
-            rospy.Subscriber(ros1.TRAJECTORY_TOPIC.format(quad=name), m.Reference,
-                             self._counter(i), queue_size=10)
-            for i, name in enumerate(backend.names)]
+        backend.planner_nodes = True
+        self.first_plan_wait_s = first_plan_wait_s
+        self._base = [0] * len(backend.names)
+        self._failure: str | None = None
+        self._started = False
 
-    def _counter(self, i: int):
-        def count(_msg):
-            self.received[i] += 1
-
-        return count
+    @property
+    def received(self) -> list[int]:
+        """Plans seen per quadrotor since the episode started."""
+        return [w.seen - base for w, base in zip(self.backend.watches, self._base)]
 
     def reset(self) -> None:
-        self.received = [0] * len(self.received)
+        self._base = [w.seen for w in self.backend.watches]
+        self._failure = None
+        self._started = False
 
     def plan(self, state: WorldState, reference) -> list:
         # stamped with the decision's time: nodes decide every period from the first one
         self.backend.publish_reference(reference, self.backend.decision_time)
         if self.backend.paused_for_first_plans:  # wait for every node's first plan
             start = sent = time.monotonic()
-            while not all(self.received) and time.monotonic() - start < FIRST_PLAN_WAIT_S:
+            while not all(self.received) and time.monotonic() - start < self.first_plan_wait_s:
                 time.sleep(0.002)
                 if time.monotonic() - sent > HORIZON_REPEAT_S:  # for a node subscribing late
                     self.backend.publish_reference(reference, self.backend.decision_time)
                     sent = time.monotonic()
+            missing = [name for name, count in zip(self.backend.names, self.received)
+                       if not count]
+            self.backend.trust([set(w.senders) for w in self.backend.watches])
+            if missing:
+                self._failure = (
+                    f"no plan from a planner node for {', '.join(missing)} within "
+                    f"{self.first_plan_wait_s:g} s of the first decision: start one "
+                    "`cableload node --planner student --uav I` per quadrotor (or one "
+                    "`cableload node --planner teacher`) on this master before the episode")
+            self._started = True
         return []
+
+    def health(self) -> BackendHealth | None:
+        if self._failure is None and self._started and self.backend.clock is not None:
+            now = self.backend.clock
+            silent = [(name, now - w.last_seen) for name, w in zip(self.backend.names,
+                                                                   self.backend.watches)
+                      if w.last_seen is None or now - w.last_seen > NODE_SILENCE_S]
+            if silent:
+                self._failure = "no plan from the planner node of " + ", ".join(
+                    f"{name} for {gap:.1f} s" for name, gap in silent) + (
+                    " of world time (the node was killed, is stuck or lost its connection)")
+        if self._failure is None:
+            return None
+        return BackendHealth(ok=False, messages=[self._failure], status="node_lost")
 
     def report(self) -> dict:
         return {"node_plans_min": min(self.received), "node_plans_total": sum(self.received)}
-

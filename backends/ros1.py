@@ -31,6 +31,7 @@ import math
 import os
 import sys
 import types
+import xmlrpc.client
 from importlib import resources
 
 import numpy as np
@@ -417,3 +418,64 @@ def load_setpoints_arrays(msg) -> dict[str, np.ndarray]:
         "omega": np.array([xyz(s.velocity.angular) for s in states]).reshape(-1, 3),
         "alpha": np.array([xyz(s.acceleration.angular) for s in states]).reshape(-1, 3),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# The graph: who publishes, whether a node answers, what the world says it is
+
+WORLD_NODE = "/cableload_world"
+WORLD_PARAM = "/cableload/world"
+"""The parameter ``cableload world`` sets (JSON): its instance, quadrotors, configuration and
+pacing; a real Gazebo world sets none."""
+
+
+class _TimeoutTransport(xmlrpc.client.Transport):
+    """An XML-RPC transport whose connections time out (a node killed with SIGKILL leaves its
+    address registered; a call to it must not hang)."""
+
+    def __init__(self, timeout: float):
+        super().__init__()
+        self.timeout = timeout
+
+    def make_connection(self, host):
+        connection = super().make_connection(host)
+        connection.timeout = self.timeout
+        return connection
+
+
+def node_answers(name: str, timeout: float = 0.3) -> bool:
+    """Whether the node registered as ``name`` is known to the master and answers at its
+    address (never hangs longer than about ``timeout`` per call)."""
+    import rosgraph
+
+    try:
+        uri = rosgraph.Master("/cableload_check").lookupNode(name)
+        proxy = xmlrpc.client.ServerProxy(uri, transport=_TimeoutTransport(timeout))
+        code, _message, _pid = proxy.getPid("/cableload_check")
+        return code == 1
+    except Exception:  # noqa: BLE001 - unknown to the master, refused, timed out: not answering
+        return False
+
+
+def caller_of(msg) -> str | None:
+    """The node that published a received message (rospy's connection header)."""
+    header = getattr(msg, "_connection_header", None)
+    return header.get("callerid") if header else None
+
+
+def world_info() -> dict | None:
+    """What ``cableload world`` says of itself (``WORLD_PARAM``; None for another world, or
+    when the master cannot be asked)."""
+    import json
+
+    try:
+        text = rospy().get_param(WORLD_PARAM, None)
+    except Exception:  # noqa: BLE001 - a master gone is reported by its own check
+        return None
+    if not isinstance(text, str):
+        return None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return None
+    return info if isinstance(info, dict) else None

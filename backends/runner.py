@@ -3,7 +3,9 @@
 It knows nothing about which backend it drives. Every planner period it observes the world,
 asks the planner for one trajectory per quadrotor, passes each through the ``PlanGuard`` (no
 non-finite or out-of-bounds reference ever leaves), sends them and advances. It stops early with
-a named status when the run cannot go on, and returns the metrics, the planner's report and,
+a named status when the run cannot go on (the backend's health first: a world that was reset
+makes the load diverge, and the reset is what the status names; then the planner's, e.g. a
+planner node lost), and returns the metrics, the planner's report and,
 when asked, the recorded time series with the reference at the same times.
 
 Memory does not grow with the duration: the metrics are accumulated period by period
@@ -21,7 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-from backends.base import Backend, Scenario
+from backends.base import Backend, EpisodeAborted, Scenario
 from cableload_sim.errors import ResourceError, UsageError
 from cableload_sim.horizon import node_offsets
 from cableload_sim.metrics import EpisodeMetrics, uav_distances
@@ -40,6 +42,14 @@ class EpisodeStatus(str, enum.Enum):
     UAVS_TOO_CLOSE = "uavs_too_close"  # two quadrotors under the collision distance
     BACKEND_FAILED = "backend_failed"  # the backend reported itself unhealthy
     PLANNER_FAILED = "planner_failed"  # every plan replaced by the guard for a whole horizon
+    NODE_LOST = "node_lost"  # a planner node stopped sending plans (or never started)
+    WORLD_REPLACED = "world_replaced"  # another world took over the ROS graph
+    WORLD_RESET = "world_reset"  # the world was reset or the system moved by hand
+    CLOCK_STALLED = "clock_stalled"  # the world's clock stopped advancing (paused)
+    SYSTEM_MISMATCH = "system_mismatch"  # the world simulates another system or config
+    PLANS_REJECTED = "plans_rejected"  # a pilot refused the planner's references
+    UAV_OFF = "uav_off"  # a quadrotor was switched off or disarmed outside the episode
+    PILOT_OVERRIDE = "pilot_override"  # a pilot commanded or fed references by another node
 
 
 @dataclass
@@ -118,7 +128,13 @@ def run_episode(
     guard = PlanGuard()
     guard.bounds.check_reference(reference, backend.system, duration)
     planner.reset()
-    state = backend.reset(scenario)
+    try:
+        state = backend.reset(scenario)
+    except EpisodeAborted as err:  # nothing was flown
+        metrics = EpisodeMetrics(backend.system).result()
+        metrics.update(status=err.status, wall_time_s=0.0, real_time_factor=0.0)
+        return EpisodeResult(EpisodeStatus(err.status), None, None, None, metrics, {},
+                             message=str(err))
     if logger is not None:
         logger.start(backend.system, reference, scenario, planner.name)
     metrics_sum = EpisodeMetrics(backend.system)
@@ -169,7 +185,7 @@ def run_episode(
         state = backend.observe()
         if bar is not None:
             bar.update(1)
-        status, message = _check(samples, ref_now, backend, collision_distance,
+        status, message = _check(samples, ref_now, backend, planner, collision_distance,
                                  divergence_distance)
         if status is EpisodeStatus.COMPLETED and failing.update(guard.replaced - replaced_before):
             status = EpisodeStatus.PLANNER_FAILED
@@ -188,6 +204,7 @@ def run_episode(
     health = backend.health()
     metrics["rejected_plans"] = health.rejected_plans
     metrics.update({k: v for k, v in health.extra.items() if k.startswith("link_")})
+    metrics.update(health.metrics)
     metrics.update({k: v for k, v in planner.report().items() if np.isscalar(v)})
     if logger is not None:
         logger.finish(status.value, metrics)
@@ -243,14 +260,21 @@ def _check_memory(per_period: int, n_periods: int, samples: WorldSamples, durati
             "(metrics and run logs need none)")
 
 
-def _check(samples: WorldSamples, ref_now, backend, collision, divergence):
+def _failure(health) -> tuple[EpisodeStatus, str] | None:
+    """The status and message an unhealthy ``BackendHealth`` calls for (None when healthy)."""
+    if health is None or health.ok:
+        return None
+    return EpisodeStatus(health.status), "; ".join(health.messages)
+
+
+def _check(samples: WorldSamples, ref_now, backend, planner, collision, divergence):
+    failed = _failure(backend.health()) or _failure(
+        planner.health() if hasattr(planner, "health") else None)
+    if failed is not None:
+        return failed
     if not all(np.isfinite(getattr(samples, f)).all() for f in ("load_p", "uav_p")):
         return EpisodeStatus.NON_FINITE, "state not finite"
-    if len(samples) == 0:
-        # a period with nothing recorded: only the backend can say whether that is a failure
-        health = backend.health()
-        if not health.ok:
-            return EpisodeStatus.BACKEND_FAILED, "; ".join(health.messages)
+    if len(samples) == 0:  # a period with nothing recorded, from a healthy backend
         return EpisodeStatus.COMPLETED, ""
     dist = uav_distances(samples.uav_p).min()
     if dist < collision:
@@ -258,7 +282,4 @@ def _check(samples: WorldSamples, ref_now, backend, collision, divergence):
     error = np.linalg.norm(samples.load_p - ref_now.p, axis=-1).max()
     if error > divergence:
         return EpisodeStatus.DIVERGED, f"load {error:.2f} m from its reference (> {divergence} m)"
-    health = backend.health()
-    if not health.ok:
-        return EpisodeStatus.BACKEND_FAILED, "; ".join(health.messages)
     return EpisodeStatus.COMPLETED, ""

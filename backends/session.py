@@ -118,7 +118,7 @@ def build_planner(flight: Flight, name: str, options: dict | None = None, backen
                              "--backend gazebo")
         from backends.planner_node import NodePlanners
 
-        return NodePlanners(backend)
+        return NodePlanners(backend, **(options or {}))
     return make_planner(name, flight.config, **(options or {}))
 
 

@@ -50,8 +50,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import threading
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass
 
@@ -59,7 +61,8 @@ import numpy as np
 
 from backends import ros1
 from backends.embedded import ARRIVAL_TOLERANCE_STEPS
-from backends.pilot import Pilot, PilotState
+from backends.pilot import Pilot, PilotState, reference_problem
+from cableload_sim.errors import UsageError
 from cableload_sim.link import InFlight, LinkStats, make_links
 from cableload_sim.params import Config
 from cableload_sim.rotations import quat_to_matrix
@@ -74,7 +77,8 @@ EMPTY_HORIZON_BYTES = 256
 """Longest serialized reference horizon that may be empty (a header and no setpoint; one
 setpoint alone is longer)."""
 LOCKSTEP_CLOCK_S = 0.05
-"""How often (wall s) a world in lockstep publishes its unchanged ``/clock`` while it waits."""
+"""How often (wall s) a world paused, or in lockstep waiting for plans, publishes its unchanged
+``/clock`` (as a paused Gazebo does)."""
 
 
 def lockstep_waiting(clock: float, period_s: float, plan_clocks: list[float | None]) -> list[int]:
@@ -108,16 +112,19 @@ class WorldOptions:
 
     def __post_init__(self):
         if not np.isfinite(self.real_time_factor) or self.real_time_factor < 0.0:
-            raise ValueError(f"real_time_factor: expected a number >= 0, got "
-                             f"{self.real_time_factor!r}")
-        for name in ("state_rate_hz", "mocap_rate_hz"):
+            raise UsageError(f"--real-time-factor: expected a finite number >= 0 (0: as fast as "
+                             f"possible), got {self.real_time_factor!r}")
+        for name, flag in (("state_rate_hz", "--state-rate"), ("mocap_rate_hz", "--mocap-rate")):
             value = getattr(self, name)
             if not np.isfinite(value) or not 1.0 <= value <= 1000.0:
-                raise ValueError(f"{name}: expected 1 to 1000 Hz, got {value!r}")
+                raise UsageError(f"{flag}: expected 1 to 1000 Hz, got {value!r}")
         ratio = self.state_rate_hz / self.mocap_rate_hz
-        if abs(ratio - round(ratio)) > 1e-9:
-            raise ValueError(f"mocap_rate_hz={self.mocap_rate_hz!r} must divide "
-                             f"state_rate_hz={self.state_rate_hz!r}")
+        if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
+            raise UsageError(f"--mocap-rate {self.mocap_rate_hz:g}: expected a whole fraction of "
+                             f"--state-rate {self.state_rate_hz:g} Hz (e.g. "
+                             f"{self.state_rate_hz:g} or {self.state_rate_hz / 2:g})")
+        if self.land_drop_m <= 0.0 or not np.isfinite(self.land_drop_m):
+            raise UsageError(f"land_drop_m: expected a positive distance, got {self.land_drop_m!r}")
 
 
 class WorldNode:
@@ -131,7 +138,13 @@ class WorldNode:
         self.n = self.sim.n
         self.names = quad_names or default_quad_names(self.n)
         steps = 1.0 / (self.options.state_rate_hz * self.sim.h)
-        self.steps_per_slice = max(1, round(steps))
+        if abs(steps - round(steps)) > 1e-6 * steps or round(steps) < 1:
+            whole = [1.0 / (k * self.sim.h) for k in (1, 2, 4, 5, 10, 20)]
+            raise UsageError(
+                f"--state-rate {self.options.state_rate_hz:g}: expected a whole number of "
+                f"physics steps ({1e3 * self.sim.h:g} ms) per state, e.g. "
+                f"{', '.join(f'{r:g}' for r in whole if r <= 1000.0)} Hz")
+        self.steps_per_slice = round(steps)
         self.slice_s = self.steps_per_slice * self.sim.h
         self.mocap_every = round(self.options.state_rate_hz / self.options.mocap_rate_hz)
         self.telemetry_every = max(1, round(self.options.state_rate_hz / TELEMETRY_RATE_HZ))
@@ -156,6 +169,16 @@ class WorldNode:
         planning (what lockstep waits for)."""
         self.lockstep_waits = 0
         """Decisions at which the world in lockstep had to wait for a reference."""
+        self.bad_commands = 0
+        """Messages that could not be applied (reported in the log, never fatal)."""
+        self._episode_node: str | None = None
+        """The node that last placed the system (``set_model_state``): the episode."""
+        self.horizons_ignored = 0
+        """Reference horizons not from the episode (see ``_on_horizon``)."""
+        self.instance = ""
+        self._shutdown_reason: str | None = None
+        self.ended_by: str | None = None
+        """Why the world stopped serving, when it was not asked to (the master shut it down)."""
         self.sim.advance(self.steps_per_slice, log=False)  # compile (or load) the kernels now,
         self.sim.world_state()  # not in the first slice a client waits for
         self._place(*self.spawn)
@@ -184,12 +207,23 @@ class WorldNode:
     # -- ROS -------------------------------------------------------------------------------
 
     def connect(self) -> None:
+        """Join the ROS graph as ``/cableload_world``; refused (``RosFailure``) while another
+        world answers under that name (the master would shut it down mid-flight and its
+        episode would carry on against this one)."""
         rospy = ros1.rospy()
         m = ros1.messages()
+        if ros1.node_answers(ros1.WORLD_NODE):
+            raise ros1.RosFailure(
+                f"a world is already running on this master ({ros1.WORLD_NODE}); stop it "
+                "first, or start this one on another master (ROS_MASTER_URI)")
         rospy.set_param("/use_sim_time", True)
-        rospy.init_node("cableload_world", anonymous=False, disable_signals=True)
-        rospy.set_param("/cableload/world", json.dumps({
+        rospy.init_node(ros1.WORLD_NODE[1:], anonymous=False, disable_signals=True)
+        rospy.core.add_preshutdown_hook(self._on_shutdown)
+        self.instance = uuid.uuid4().hex
+        rospy.set_param(ros1.WORLD_PARAM, json.dumps({
+            "instance": self.instance, "pid": os.getpid(),
             "quad_names": self.names, "system": dataclasses.asdict(self.config.system),
+            "config": dataclasses.asdict(self.config),
             "pilot_queue": self.options.pilot_queue, "state_rate_hz": self.options.state_rate_hz,
             "real_time_factor": self.options.real_time_factor,
             "lockstep": self.options.lockstep}))
@@ -229,21 +263,42 @@ class WorldNode:
 
     def _on_command(self, msg, args) -> None:
         i, kind = args
-        if kind == "trajectory":  # converted here, in the subscriber's thread
-            payload = ros1.trajectory_arrays(msg)
-        elif kind == "enable":
-            payload = bool(msg.data)
-        else:
-            payload = None
+        try:
+            if kind == "trajectory":  # converted here, in the subscriber's thread
+                payload = ros1.trajectory_arrays(msg)
+            elif kind == "enable":
+                payload = bool(msg.data)
+            else:
+                payload = None
+        except Exception as err:  # noqa: BLE001 - one bad message never ends the world
+            self.bad_commands += 1
+            self.messages.append(f"t={self.sim_time:.3f} s {self.names[i]}: {kind} message "
+                                 f"not read ({type(err).__name__}: {err})")
+            return
         self.receive(i, kind, payload)
 
     def _on_horizon(self, raw) -> None:
+        """An empty horizon from the episode (the node that placed the system with
+        ``set_model_state``) ends its lockstep waits; any other horizon is not read, and an
+        empty one from another node is ignored and reported."""
         if len(raw._buff) > EMPTY_HORIZON_BYTES:  # setpoints: the episode goes on
             return
+        caller = ros1.caller_of(raw)
         msg = ros1.messages().Reference()
-        msg.deserialize(raw._buff)
-        if not msg.points:  # the episode is over: its planners send nothing more
-            self.plan_clocks = [None] * self.n
+        try:
+            msg.deserialize(raw._buff)
+        except Exception:  # noqa: BLE001 - a malformed message is not the episode's end
+            self.horizons_ignored += 1
+            return
+        if msg.points:
+            return
+        if caller != self._episode_node:
+            self.horizons_ignored += 1
+            if self.horizons_ignored <= 3:
+                self.messages.append(f"t={self.sim_time:.2f} s: an empty reference horizon from "
+                                     f"{caller} ignored (the episode is {self._episode_node})")
+            return
+        self.plan_clocks = [None] * self.n  # the episode is over: its planners send no more
 
     def receive(self, i: int, kind: str, payload) -> None:
         """A command for quadrotor ``i`` (``kind``: trajectory, enable, start, land, off,
@@ -291,6 +346,7 @@ class WorldNode:
             return response
         with self._lock:
             self._place(p, q / np.linalg.norm(q))
+        self._episode_node = ros1.caller_of(request)
         response.success, response.status_message = True, "placed at rest in hover"
         return response
 
@@ -302,6 +358,10 @@ class WorldNode:
         text = f"pilot references accepted/rejected: {counts}; queue ran dry: {dry}"
         if self.options.lockstep:
             text += f"; lockstep waits: {self.lockstep_waits}"
+        if self.bad_commands:
+            text += f"; messages not applied: {self.bad_commands}"
+        if self.horizons_ignored:
+            text += f"; reference horizons ignored: {self.horizons_ignored}"
         if any(p.dry_at for p in self.pilots):
             text += "; ran dry at (s): " + ", ".join(
                 f"{p.name} {' '.join(f'{t:.2f}' for t in p.dry_at)}" for p in self.pilots
@@ -331,21 +391,34 @@ class WorldNode:
             self._serve(rospy, rtf, duration_s)
         finally:
             ros1.thaw_heap()
+        if rospy.is_shutdown() and not self._stop.is_set():
+            reason = self._shutdown_reason or self.ended_by
+            self.ended_by = f"the ROS node was shut down: {reason or 'by the master'}"
+
+    def _on_shutdown(self, reason: str) -> None:
+        self._shutdown_reason = reason
 
     def _serve(self, rospy, rtf: float, duration_s: float | None) -> None:
         wall0, clock0 = time.monotonic(), self.clock
         while not self._stop.is_set() and not rospy.is_shutdown():
             if duration_s is not None and self.clock - clock0 >= duration_s:
                 break
-            if self.paused:
-                time.sleep(0.01)
+            if self.paused:  # as a paused Gazebo: the clock is published, unchanged
+                time.sleep(LOCKSTEP_CLOCK_S)
+                self.pub_clock.publish(self._msg_clock)
                 wall0, clock0 = time.monotonic(), self.clock
                 continue
             if self.options.lockstep and not self._await_plans(rospy):
                 continue  # paused or stopped while waiting
             with self._lock:
                 self.step_slice()
-            self.publish()
+            try:
+                self.publish()
+            except rospy.ROSException as err:  # the master shut this node down meanwhile
+                if not rospy.is_shutdown():
+                    raise
+                self.ended_by = str(err)
+                break
             if rtf > 0.0:
                 delay = wall0 + (self.clock - clock0) / rtf - time.monotonic()
                 if delay > 0.0:
@@ -383,15 +456,27 @@ class WorldNode:
         """Apply what arrived, give each controller its pilot's plan, advance one slice."""
         state = self.sim.world_state()
         now = self.sim_time
+        flying = not self.held
         while self._inbox:
             i, kind, payload = self._inbox.popleft()
-            if kind == "trajectory" and self.config.link.enabled:
-                arrival = self.links[i].transmit(self.clock)
-                if arrival is not None:
-                    self.in_flight.put(arrival, i, payload)
-            else:
-                self._apply(i, kind, payload, now, state.uav_p[i])
+            try:
+                if kind == "trajectory" and self.config.link.enabled:
+                    arrival = self.links[i].transmit(self.clock)
+                    if arrival is not None:
+                        self.in_flight.put(arrival, i, payload)
+                else:
+                    self._apply(i, kind, payload, now, state.uav_p[i])
+            except Exception as err:  # noqa: BLE001 - one bad message never ends the world
+                self.bad_commands += 1
+                self.messages.append(f"t={now:.3f} s {self.names[i]}: {kind} message not "
+                                     f"applied ({type(err).__name__}: {err})")
         self._deliver(replan=False)  # those arriving now (no delay, or at the slice's start)
+        off = [p.name for p in self.pilots if p.state is PilotState.OFF and not p.landed]
+        if flying and off:
+            self.messages.append(f"t={now:.2f} s: {', '.join(off)} switched off in flight; "
+                                 "the flight stops here (every pilot off, the system held)")
+            for pilot in self.pilots:
+                pilot.off()
         if self.held:
             self._hold_slice()
         else:
@@ -399,13 +484,7 @@ class WorldNode:
                 plan = pilot.plan(now, state.uav_p[i])
                 if plan is not None:
                     self.sim.send_plan(i, plan)
-            if any(p.state is PilotState.OFF and not p.landed for p in self.pilots):
-                self.messages.append(f"t={now:.2f} s: a quadrotor was switched off in flight; "
-                                     "the flight stops here")
-                for pilot in self.pilots:
-                    pilot.off()
-            else:
-                self._advance_slice()
+            self._advance_slice()
         self._slices += 1
 
     def _hold_slice(self) -> None:
@@ -459,13 +538,15 @@ class WorldNode:
         """Apply one command to pilot ``i``; False for a reference it rejected."""
         pilot = self.pilots[i]
         if kind == "trajectory":
-            payload = {**payload, "t": payload["t"] - self.epoch}
+            payload = {**payload, "t": np.asarray(payload["t"], dtype=float) - self.epoch}
             end = pilot.queue.end
             if not pilot.offer(payload, now):
+                problem = reference_problem(payload)
+                span = (f"[{payload['t'][0]:.4f}, {payload['t'][-1]:.4f}] s" if problem is None
+                        else f"({problem})")
                 self.messages.append(
-                    f"t={now:.3f} s {pilot.name}: reference [{payload['t'][0]:.4f}, "
-                    f"{payload['t'][-1]:.4f}] s rejected ({pilot.state.value}, queue ends "
-                    f"{'-' if end is None else f'{end:.4f}'} s)")
+                    f"t={now:.3f} s {pilot.name}: reference {span} rejected "
+                    f"({pilot.state.value}, queue ends {'-' if end is None else f'{end:.4f}'} s)")
                 return False
         elif kind == "enable":
             pilot.enable(payload)

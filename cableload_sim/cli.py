@@ -211,6 +211,8 @@ def _planner_options(name: str, args, references=(), n_uavs: int = 3) -> dict:
     """The student's policy options from the command line; the other planners take none.
     Without ``--policy``: the shipped policy for what is flown (``learners.export
     .default_policy``: the specialist on eight-medium, else the generalist for ``n_uavs``)."""
+    if name == "nodes":
+        return {"first_plan_wait_s": args.node_wait}
     if name != "student":
         return {}
     policy = getattr(args, "policy", None)
@@ -256,7 +258,10 @@ def cmd_simulate(args) -> int:
                     name, args, [reference], config.system.n_uavs))
                 for name in names if name != session.NODES}
     results = [session.fly(flight, planners.get(name, name), log_path=log,
-                           overwrite=args.overwrite) for name, log in zip(names, logs)]
+                           overwrite=args.overwrite,
+                           planner_options=(_planner_options(name, args)
+                                            if name == session.NODES else None))
+               for name, log in zip(names, logs)]
     if args.json:
         print_json(results[0] if len(results) == 1 else results)
     else:
@@ -390,6 +395,8 @@ def _train_config_with(path, config, overrides):
 def cmd_world(args) -> int:
     from backends.world_node import WorldNode, WorldOptions
 
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        raise CliError(f"--duration: expected a positive number of seconds, got {args.duration!r}")
     options = WorldOptions(real_time_factor=args.real_time_factor, state_rate_hz=args.state_rate,
                            mocap_rate_hz=args.mocap_rate, pilot_queue=args.pilot_queue,
                            start_paused=args.paused, seed=args.seed, lockstep=args.lockstep)
@@ -423,6 +430,9 @@ def cmd_world(args) -> int:
             signal.signal(sig, handler)
     for message in [*world.messages, world.summary()]:
         print(f"cableload world: {message}", file=sys.stderr)
+    if world.ended_by is not None:
+        print(f"cableload world: error: {world.ended_by}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -441,12 +451,17 @@ def cmd_node(args) -> int:
         args.planner, args, n_uavs=config.system.n_uavs))
     node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue)
     rospy = ros1.rospy()
+    import signal
+
+    stopped = []  # SIGINT or SIGTERM (roslaunch, kill) ends the node with its summary
+    previous = {sig: signal.signal(sig, lambda signum, frame: stopped.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while not rospy.is_shutdown():
+        while not rospy.is_shutdown() and not stopped:
             time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         node.close()
         rospy.signal_shutdown("cableload node stopped")
         print(f"cableload node: {node.summary()}", file=sys.stderr)
@@ -607,6 +622,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, default=60.0,
                    help="seconds of simulated flight (--from-ground with eight-slow: "
                         "the flight, ground to ground, takes 44 s)")
+    p.add_argument("--node-wait", type=float, default=30.0, metavar="S",
+                   help="with --planner nodes: how long (wall s) to wait, the world paused, for "
+                        "every node's first plan before the episode ends as node_lost")
     p.add_argument("--from-ground", action="store_true",
                    help="start with the load and the quadrotors resting on the ground, cables "
                         "slack: take off, lift the load, fly one lap of the path, set it down "
@@ -755,6 +773,9 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as err:
             print(f"cableload: error: {os_error_line(err)}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # Ctrl-C: what was written is closed on the way out
+            print(f"cableload: {args.command} interrupted", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

@@ -59,7 +59,10 @@ def _backend_without_a_clock(monkeypatch, master_up: bool):
     backend._clock_cond = threading.Condition()
     backend.clock = None
     backend._clock_wall = backend._master_checked = 0.0  # the master is asked at once
+    backend._world_checked = float("inf")  # no world to ask about
+    backend.world = backend._clock_source = backend._clock_back = None
     backend._failure = None
+    backend._failure_status = "backend_failed"
     backend.timeout_s = 0.4
     monkeypatch.setattr(gazebo, "master_reachable", lambda timeout: master_up)
     monkeypatch.setattr(gazebo, "SETUP_TIMEOUT_S", 0.3)
