@@ -35,7 +35,13 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -c "import cableload_sim, numba, casadi, torch"
 	touch $@
 
-venv: system-deps $(VENV)/.installed
+# the message packages rostopic and rosbag need for agiros topics (ROS_PACKAGE_PATH=$PWD/ros)
+ROS_MSGS := ros/msgs/agiros_msgs/manifest.xml
+$(ROS_MSGS): $(VENV)/.installed $(wildcard cableload_sim/msgs/*/*)
+	@if $(PY) -c "import sys; from backends.ros1 import ros_available; sys.exit(not ros_available()[0])"; \
+	then $(VENV)/bin/cableload ros-messages --out ros/msgs > /dev/null; fi
+
+venv: system-deps $(VENV)/.installed $(ROS_MSGS)
 
 DEMO ?= runs/demo
 

@@ -811,7 +811,19 @@ class GazeboBackend:
                              extra={"plans_sent": sum(c.sent for c in self.clients),
                                     "pilot_rejections": rejected},
                              metrics={"references_seen": sum(w.seen for w in self.watches),
-                                      "stamps_dropped": self.observer.stamps_dropped})
+                                      "stamps_dropped": self.observer.stamps_dropped,
+                                      **self._latency()})
+
+    def _latency(self) -> dict:
+        """How long after it is made a plan of this backend's planner takes effect: a stock
+        pilot flies a plan from the end of what is queued, one period plus the client's margin
+        after the previous plan was made (on the embedded backend, the same latency is
+        ``--set link.enabled=true`` with a fixed delay of that much and no loss). Planner nodes
+        have their own clients (``cableload node`` reports its margin)."""
+        if self.planner_nodes:
+            return {}
+        return {"plan_latency_s": self.clients[0].margin_s if self.pilot_queue == "stock"
+                else 0.0}
 
     def close(self) -> None:
         if self._unpause is not None:  # ended before its first advance: leave the world running

@@ -185,21 +185,24 @@ def _register_debian(context, classes: dict) -> None:
                 context.register(dep, msg_loader.load_msg_from_string(context, body, dep))
 
 
+SHIPPED_PACKAGES = ("agiros_msgs", "gazebo_msgs", "cableload_msgs")
+"""The message packages the project ships as text (``cableload_sim/msgs``)."""
+
+
 @functools.lru_cache(maxsize=1)
-def messages() -> types.SimpleNamespace:
-    """Every message and service class the ROS layer uses, by short name."""
+def shipped_specs():
+    """(genmsg context with Debian's definitions registered, {``package/Name``: spec}) of
+    the shipped ``.msg`` and ``.srv`` files, every dependency loaded."""
     _import_rospy()
     import genmsg
-    import genpy.dynamic
     from genmsg import msg_loader
-    from std_srvs.srv import Empty as EmptyService
 
     debian = _debian_messages()
     context = genmsg.MsgContext.create_default()
     _register_debian(context, debian)
     specs = {}
     for package in sorted(_msg_dir().iterdir(), key=lambda p: p.name):
-        if package.name not in ("agiros_msgs", "gazebo_msgs", "cableload_msgs"):
+        if package.name not in SHIPPED_PACKAGES:
             continue
         for file in sorted(package.iterdir(), key=lambda p: p.name):
             name = f"{package.name}/{file.name[:-4]}"
@@ -209,10 +212,22 @@ def messages() -> types.SimpleNamespace:
                 specs[name] = spec
             elif file.name.endswith(".srv"):
                 specs[name] = msg_loader.load_srv_from_string(context, file.read_text(), name)
-    out = {name.split("/")[1]: cls for name, cls in debian.items()}
+    for spec in specs.values():
+        msg_loader.load_depends(context, spec, {})
+    return context, specs
+
+
+@functools.lru_cache(maxsize=1)
+def messages() -> types.SimpleNamespace:
+    """Every message and service class the ROS layer uses, by short name."""
+    import genmsg
+    import genpy.dynamic
+    from std_srvs.srv import Empty as EmptyService
+
+    context, specs = shipped_specs()
+    out = {name.split("/")[1]: cls for name, cls in _debian_messages().items()}
     out["EmptyService"] = EmptyService
     for name, spec in specs.items():
-        msg_loader.load_depends(context, spec, {})
         short = name.split("/")[1]
         if isinstance(spec, genmsg.MsgSpec):
             out[short] = genpy.dynamic.generate_dynamic(name, genmsg.compute_full_text(context,

@@ -75,9 +75,13 @@ class RosGraph:
         return subprocess.run([*CLI, *args], env=self.env, capture_output=True, text=True,
                               timeout=timeout, cwd=self.folder)
 
-    def log(self, name: str) -> str:
+    def log(self, name: str, tail: int | None = 4000) -> str:
+        """What process ``name`` printed: its last ``tail`` characters (None: all)."""
         path = self.folder / f"{name}.log"
-        return path.read_text()[-4000:] if path.exists() else ""
+        if not path.exists():
+            return ""
+        text = path.read_text()
+        return text if tail is None else text[-tail:]
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         proc = self.processes[name]

@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 import warnings
 
@@ -414,8 +415,6 @@ def cmd_world(args) -> int:
     # SIGINT or SIGTERM ends the loop at its next step: a KeyboardInterrupt raised inside rospy's
     # publish, between taking and releasing its lock, would end the world on a RuntimeError
     # instead, before its summary. A second SIGINT interrupts at once.
-    import signal
-
     def stop(signum, frame):
         world.stop()
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -449,13 +448,25 @@ def cmd_node(args) -> int:
 
     planner = make_planner(args.planner, config, **_planner_options(
         args.planner, args, n_uavs=config.system.n_uavs))
-    node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue)
-    rospy = ros1.rospy()
-    import signal
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
 
-    stopped = []  # SIGINT or SIGTERM (roslaunch, kill) ends the node with its summary
-    previous = {sig: signal.signal(sig, lambda signum, frame: stopped.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+    # SIGTERM (roslaunch, kill) interrupts the set-up as Ctrl-C does; once the node plans,
+    # either ends its loop and the node reports
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt),
+                signal.SIGINT: signal.getsignal(signal.SIGINT)}
+    try:
+        node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue)
+    except BaseException:
+        signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
+        raise
+    stopped = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stopped.append(signum))
+    rospy = ros1.rospy()
+    whom = "every quadrotor" if args.uav is None else node.names[args.uav]
+    print(f"cableload node: {args.planner} planning for {whom} on the world's clock",
+          file=sys.stderr, flush=True)
     try:
         while not rospy.is_shutdown() and not stopped:
             time.sleep(0.1)
@@ -463,8 +474,8 @@ def cmd_node(args) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         node.close()
+        print(f"cableload node: {node.summary()}", file=sys.stderr, flush=True)
         rospy.signal_shutdown("cableload node stopped")
-        print(f"cableload node: {node.summary()}", file=sys.stderr)
     return 0
 
 
@@ -504,6 +515,57 @@ def cmd_bench(args) -> int:
     else:
         for key, value in figures.items():
             print(f"{key:28s} {_format_value(value)}")
+    return 0
+
+
+def cmd_launch(args) -> int:
+    """``roslaunch`` of a launch file whose episode prints its JSON result; exits with the
+    episode's status (roslaunch itself exits 0 whatever the episode did)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("roslaunch") is None:
+        raise CliError("cableload launch needs roslaunch: sudo apt-get install ros-core "
+                       "python3-roslaunch")
+    ros = Path(__file__).resolve().parents[1] / "ros"
+    launch = Path(args.file) if args.file else ros / "cableload/launch/multilift.launch"
+    if not launch.is_file():
+        raise CliError(f"--file {str(launch)!r}: no such launch file")
+    env = dict(os.environ)
+    env["ROS_PACKAGE_PATH"] = os.pathsep.join(
+        filter(None, [str(ros), os.environ.get("ROS_PACKAGE_PATH", "")]))
+    env.setdefault("CABLELOAD_PYTHON", sys.executable)
+    proc = subprocess.Popen(["roslaunch", str(launch), *args.launch_args], env=env,
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    result = None
+    try:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            if line.startswith("{"):
+                try:
+                    result = json.loads(line)
+                except ValueError:
+                    pass
+        proc.wait()
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait()
+        raise
+    if not isinstance(result, dict) or "status" not in result:
+        print("cableload: error: the launch ended without an episode result (see its log "
+              "above)", file=sys.stderr)
+        return 1
+    return 0 if result["status"] == "completed" else 1
+
+
+def cmd_ros_messages(args) -> int:
+    """The project's message packages for the ROS tools (``rostopic echo`` of agiros topics)."""
+    from backends.ros_messages import package_path_line, write_message_packages
+
+    for folder in write_message_packages(args.out):
+        print(f"wrote {folder}", file=sys.stderr)
+    print(package_path_line(args.out))
     return 0
 
 
@@ -705,6 +767,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rigid links per cable (default: 10)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_gazebo_world)
+
+    p = sub.add_parser("launch", help="roslaunch a multi-lift episode (the world, planner "
+                       "nodes, rosbag, the episode) and exit with the episode's status")
+    p.add_argument("--file", default=None, metavar="LAUNCH",
+                   help="launch file (default: ros/cableload/launch/multilift.launch)")
+    p.add_argument("launch_args", nargs="*", metavar="ARG:=VALUE",
+                   help="the launch file's arguments, e.g. n:=3 planner:=teacher duration:=20")
+    p.set_defaults(func=cmd_launch)
+
+    p = sub.add_parser("ros-messages", help="write the agiros, gazebo and cableload message "
+                       "packages the ROS tools (rostopic, rosbag) need, and print the "
+                       "ROS_PACKAGE_PATH line")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder to write them in")
+    p.set_defaults(func=cmd_ros_messages)
 
     p = sub.add_parser("world", help="the simulator as a ROS1 world (what Gazebo + RotorS + "
                        "the Agilicious pilot speak)")

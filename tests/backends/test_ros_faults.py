@@ -52,6 +52,15 @@ def inject(ros_graph, kind: str, *args: str, name: str = "inject") -> str:
     return log
 
 
+def inject_all(ros_graph, *faults: tuple[str, ...]) -> None:
+    """Publish several faults at once (each a process) and wait until all are sent."""
+    procs = [(f"inject{k}", ros_graph.start(f"inject{k}", [*INJECT, *fault]))
+             for k, fault in enumerate(faults)]
+    for name, proc in procs:
+        proc.wait(timeout=60)
+        assert proc.returncode == 0 and "sent" in ros_graph.log(name), ros_graph.log(name)
+
+
 def result_of(ros_graph, proc, name: str = "driver", timeout: float = 120.0) -> dict:
     proc.wait(timeout=timeout)
     return last_json(ros_graph.log(name))
@@ -118,9 +127,7 @@ def test_bad_messages_are_survived_with_the_figures_of_a_clean_run(ros_graph):
     assert clean["status"] == "completed", clean
     driver = episode(ros_graph, "--planner", "formation", "--duration", "8")
     wait_flying(ros_graph)
-    inject(ros_graph, "empty-trajectory", name="inject1")
-    inject(ros_graph, "future-state", name="inject2")
-    inject(ros_graph, "empty-horizon", name="inject3")
+    inject_all(ros_graph, ("empty-trajectory",), ("future-state",), ("empty-horizon",))
     live = result_of(ros_graph, driver)
     assert live["status"] == "completed", (live, ros_graph.log("world"))
     same_figures(live, clean, rel=0.05)
@@ -195,10 +202,11 @@ def test_student_nodes_under_faults(ros_graph):
 
     driver = episode(ros_graph, "--planner", "nodes", "--duration", "6")
     wait_flying(ros_graph)
-    inject(ros_graph, "future-load-pose", name="inject1")
-    inject(ros_graph, "empty-horizon", name="inject2")
+    inject_all(ros_graph, ("future-load-pose",), ("empty-horizon",),
+               ("empty-trajectory", "--quad", "quad3"))
     live = result_of(ros_graph, driver)
     assert live["status"] == "completed", (live, ros_graph.log("node0"))
+    assert clean["rejected_plans"] == 0 and live["rejected_plans"] == 1, (clean, live)
     same_figures(live, clean, rel=0.25)  # as the lockstep nodes against the embedded student
 
     driver = episode(ros_graph, "--planner", "nodes", "--duration", "20", name="driver2")
@@ -209,7 +217,7 @@ def test_student_nodes_under_faults(ros_graph):
     assert lost["status"] == "node_lost", lost
     assert "quad2" in lost["message"] and "quad1" not in lost["message"], lost
     ros_graph.stop()
-    summaries = "".join(ros_graph.log(f"node{i}") for i in (0, 2))
+    summaries = "".join(ros_graph.log(f"node{i}", tail=None) for i in (0, 2))
     dropped = [int(line.split(" messages dropped")[0].split(", ")[-1])
                for line in summaries.splitlines() if "messages dropped" in line]
     ignored = [int(line.split(" reference horizons ignored")[0].split(", ")[-1])
@@ -247,3 +255,61 @@ def test_fuzzing_the_worlds_topics(ros_graph):
     assert "accepted/rejected" in ros_graph.log("world")
     # the Empty-typed commands that change the flight are reported as such
     assert outcomes["off"] == "uav_off" and outcomes["land"] == "pilot_override", outcomes
+
+
+def test_the_ros_tools_read_the_agiros_topics(ros_graph, tmp_path):
+    """``rostopic echo`` could not load ``agiros_msgs/QuadState``: ``cableload ros-messages``
+    writes the message packages it needs (with the real packages' MD5 sums)."""
+    require(shutil.which("rostopic") is not None, "needs rostopic: sudo apt-get install ros-core")
+    done = ros_graph.run("ros-messages", "--out", str(tmp_path / "msgs"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"export ROS_PACKAGE_PATH={tmp_path / 'msgs'}"), done.stdout
+    ros_graph.cableload("world", "world")
+    env = {**ros_graph.env, "ROS_PACKAGE_PATH": str(tmp_path / "msgs")}
+    for topic, field in (("/quad1/agiros_pilot/state", "motors"),
+                         ("/quad1/agiros_pilot/telemetry", "bridge_armed"),
+                         ("/cableload/cable_tension", "tension")):
+        echo = subprocess.run(["rostopic", "echo", "-n", "1", topic], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert echo.returncode == 0 and field in echo.stdout, (topic, echo.stdout, echo.stderr)
+    md5 = subprocess.run(["rosmsg", "md5", "agiros_msgs/Telemetry"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert md5.stdout.strip() == "5251574f675e7717477eef1003887d54", md5
+
+
+def test_cableload_launch_exits_with_the_episodes_status(ros_graph):
+    """roslaunch exits 0 whatever its episode did; ``cableload launch`` exits with it."""
+    require(shutil.which("roslaunch") is not None, "needs roslaunch: sudo apt-get install ros-core")
+    done = ros_graph.run("launch", "n:=3", "planner:=formation", "duration:=-1", timeout=120)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "without an episode result" in done.stderr
+
+
+def test_ctrl_c_ends_a_simulation_in_one_line_with_its_log_readable(ros_graph, tmp_path):
+    """Ctrl-C on ``simulate`` printed a KeyboardInterrupt traceback."""
+    bag = tmp_path / "stopped.bag"
+    proc = ros_graph.cableload("simulate", "simulate", "--planner", "formation", "--duration",
+                               "600", "--log", str(bag))
+    active = bag.with_name(bag.name + ".active")  # renamed to bag once closed
+    ros_graph.wait_for(lambda: active.exists() and active.stat().st_size > 100_000, 120,
+                       "the run log to grow")
+    ros_graph.kill("simulate", signal.SIGINT)
+    assert proc.returncode == 130, ros_graph.log("simulate")
+    log = ros_graph.log("simulate")
+    assert "cableload: simulate interrupted" in log and "Traceback" not in log, log
+    assert bag.exists() and not active.exists()
+    metrics = ros_graph.run("metrics", str(bag), "--json")
+    assert metrics.returncode == 0, metrics.stderr
+    assert last_json(metrics.stdout)["sim_time_s"] > 1.0
+
+
+def test_a_planner_node_reports_on_sigterm(ros_graph):
+    """``cableload node`` printed its summary only on Ctrl-C; roslaunch and kill send
+    SIGTERM."""
+    ros_graph.cableload("world", "world")
+    node = ros_graph.cableload("node", "node", "--planner", "formation")
+    ros_graph.wait_for(lambda: "planning for every quadrotor" in ros_graph.log("node"), 60,
+                       "the node")
+    ros_graph.kill("node", signal.SIGTERM)
+    assert node.returncode == 0, ros_graph.log("node")
+    assert "cableload node: 0 plans sent" in ros_graph.log("node", tail=None)
