@@ -186,6 +186,9 @@ class PlannerNode:
         self._owner: str | None = None  # the node whose horizons this node follows
         self._owner_seen: float | None = None
         self._fresh = True  # the planner is reset before the next plan (a new episode)
+        self._failed: int | None = None  # a decision whose attempt found nothing to plan from
+        self.retries = 0
+        self.nothing_why = ""
         self.plan_times: list[float] = []
         self.send_gaps: list[float] = []  # between plans leaving, on the world's clock (s)
         self._last_sent: float | None = None
@@ -256,6 +259,7 @@ class PlannerNode:
         if self._anchor is not None and last is not None and stamp - last < NEW_EPISODE_GAP_S:
             periods = (stamp - self._anchor) / self.period_s
             if abs(periods - round(periods)) < 1e-3:
+                self._retry_if_failed()  # a newer horizon may cover what the last did not
                 return
         # an episode starts (or one whose end was missed was replaced): decide now, with the
         # planner's memory of any earlier episode forgotten (history, warm start)
@@ -293,6 +297,8 @@ class PlannerNode:
         if anchor is None:
             return
         decision = ros1.decision_index(now - anchor, self.period_s)
+        if decision == self._decision:
+            self._retry_if_failed()  # the states of the decision may have come meanwhile
         if decision > self._decision:
             if self._due.is_set():
                 self.skipped += 1  # the previous plan is still being made
@@ -303,7 +309,23 @@ class PlannerNode:
         while not self._stop.is_set():
             if self._due.wait(timeout=0.1):
                 self._due.clear()
-                self.plan_once()
+                decision = self._decision
+                self._failed = None if self.plan_once() else decision
+
+    def _nothing(self, why: str) -> bool:
+        """No plan for now, and why (the summary gives the last reason)."""
+        self.nothing_why = why
+        return False
+
+    def _retry_if_failed(self) -> None:
+        """Plan the current decision again if its attempt found nothing to plan from (the
+        episode's reference horizon lagging behind the world's clock, states not in yet): a
+        world in lockstep waits for this decision's plan and would wait for nothing."""
+        if self._failed is not None and self._failed == self._decision \
+                and not self._due.is_set():
+            self._failed = None
+            self.retries += 1
+            self._due.set()
 
     def _known_until(self) -> float | None:
         """The newest instant this node knows what it plans from at (None: not yet)."""
@@ -328,17 +350,20 @@ class PlannerNode:
         start = time.perf_counter()
         if self.uav is not None:
             obs = self._observation()
-            if obs is None or not reference.covers(obs.t - LOOK_BACK_S, obs.t + HORIZON_S):
-                return False
+            if obs is None:
+                return self._nothing("no state yet")
+            if not reference.covers(obs.t - LOOK_BACK_S, obs.t + HORIZON_S):
+                return self._nothing(f"reference [{reference.t_start:.2f}, {reference.t_end:.2f}] "
+                                     f"s short of {obs.t:.2f} s")
             encoded = self.planner.observe_local(self.uav, obs, reference)
             plans = {self.uav: self.planner.act([encoded], obs.uav_p[None], [self.uav])[0]}
             state_t, positions = obs.t, {self.uav: obs.uav_p}
         else:
             if not self.observer.ready():
-                return False
+                return self._nothing("no state yet")
             state = self.observer.state()
             if not reference.covers(state.t - LOOK_BACK_S, state.t + HORIZON_S):
-                return False
+                return self._nothing("reference short")
             plans = dict(enumerate(self.planner.plan(state, reference)))
             state_t, positions = state.t, dict(enumerate(state.uav_p))
         if self.reference is None:  # the episode ended while this plan was made
@@ -362,7 +387,9 @@ class PlannerNode:
         queue."""
         text = (f"{self.plans_sent} plans sent, {self.skipped} decisions skipped, {self.stale} "
                 f"made from states older than their decision, {self.stamps_dropped} messages "
-                f"dropped for their stamps, {self.horizons_ignored} reference horizons ignored")
+                f"dropped for their stamps, {self.horizons_ignored} reference horizons ignored, "
+                f"{self.retries} decisions retried"
+                + (f" (last: {self.nothing_why})" if self.retries else ""))
         if self.plan_times:
             ms = 1e3 * np.asarray(self.plan_times)
             text += (f"; making one: median {np.median(ms):.1f} ms, 99th percentile "
