@@ -70,7 +70,7 @@ class StockQueue:
     ending short of it; the client then resumes from the pilot's own queue end. Judged from the
     plan's time, a plan sent 0.2 s late was taken for rejected while still on its way, the
     client resumed from the telemetry's stale end, and the pilot rejected the next reference
-    (a clean CI run of session 5)."""
+    (seen in a clean CI run)."""
 
     def __init__(self, in_flight_s: float):
         if not in_flight_s > 0.0:

@@ -64,7 +64,7 @@ teacher flies worse beyond about 0.12 s of latency (its attitude error 1.5x over
 up to 0.15 s later than one period after the previous one, and with 0.1 s the queues ran dry
 2-8 times in 12 s at a load average of 4-6. With 0.15 s none ran dry in a 12 s flight at
 real-time factor 1, but with rosbag recording beside them (both cores saturated) plans left up
-to 0.46 s apart and the queues ran dry 0-4 times each (session 6; none at real-time factor
+to 0.46 s apart and the queues ran dry 0-4 times each (none at real-time factor
 0.5). Each node reports its gaps between sends at exit (``PlannerNode.summary``). The student
 flies as well with the longer latency (0.019 m against 0.022 m on the embedded backend)."""
 

@@ -49,7 +49,7 @@ def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_on
     each taking effect ``MARGIN_S`` after it was made), the world in lockstep: as the embedded
     simulator with plans delayed so, within 15 % (measured: -2 % in position, -6 % in attitude
     over 12 s). In real time on this 2-core VM, a slow phase of the machine ran the pilots'
-    queues dry 7-9 times in 12 s and the teacher flew 0.30 m (a clean CI run of session 6)."""
+    queues dry 7-9 times in 12 s and the teacher flew 0.30 m (seen in a clean CI run)."""
     ros_graph.cableload("world", "world", "--lockstep")
     live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration",
                     DURATION)
@@ -136,8 +136,8 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
     """Against the stock pilot (pieces of each plan appended to its queue), the world in
     lockstep. In real time, three student nodes, the world, the episode and rosbag (five Python
     processes) saturate 2 cores: plans left up to 0.46 s apart on the world's clock, the queues
-    ran dry 0-4 times each in 12 s, and the flights ranged from 0.007 to 0.13 m (session 6); at
-    half real time a clean CI run still flew 1.85x the embedded attitude error (session 7). In
+    ran dry 0-4 times each in 12 s, and the flights ranged from 0.007 to 0.13 m; at
+    half real time a clean CI run still flew 1.85x the embedded attitude error. In
     lockstep they run at 0.7-0.8x real time here and fly as the embedded student with its plans
     taking effect ``STUDENT_MARGIN_S`` after they were made: two runs 0.00641 m / 0.522 deg
     against 0.00647 / 0.495."""

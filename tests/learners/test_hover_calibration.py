@@ -51,7 +51,7 @@ def test_a_world_frame_policy_is_never_calibrated(monkeypatch):
 
 def test_the_shipped_generalists_record_the_choice_their_validation_made(paper_config):
     """Each shipped generalist is calibrated only if that flew its validation draws better
-    (session 12: three, calibrated 0.436 against 0.439 raw; four 3.086 against 3.123; six
+    (three, calibrated 0.436 against 0.439 raw; four 3.086 against 3.123; six
     1.194 against 1.153: raw), and flies as recorded."""
     for n, directory in GENERALIST_POLICIES.items():
         info = json.loads((directory / "policy.json").read_text())

@@ -1,7 +1,7 @@
 """The teacher on an agile zero-sideslip reference: the Zandvoort centerline scaled to 6 m at
 1.2 m/s with 0.3 m turns, where the load yaws at up to 3.7 rad/s in the hairpins.
 
-Two things failed there (issue 11's agile case): one damped real-time iteration per plan left the
+Two things failed there (the agile case): one damped real-time iteration per plan left the
 multiple-shooting gaps open, so the plans sent were no trajectory of the model (nodes 0.5 m
 apart over 10 ms) and the quadrotors flew 0.6 m off them, two of them 0.63 m apart; and the
 separation, constrained at the nodes only, dipped up to 0.12 m below 1 m between them, so the
