@@ -8,7 +8,7 @@ EXTRAS ?= dev,all,cluster
 
 SHELL := /bin/bash
 
-.PHONY: demo test bench lint venv clean train train-generalist system-deps
+.PHONY: demo test bench lint docs venv clean train train-generalist system-deps
 
 # Debian's ROS1 middleware, SDFormat and a C++ compiler (the ROS tests and the Gazebo world
 # check need them). Installed with apt when running as root; anyone else gets the command to run,
@@ -83,6 +83,10 @@ bench: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+
+# the generated references (docs/commands.md, docs/configuration.md); a test checks them
+docs: venv
+	$(PY) -m cableload_sim.reference_docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info
