@@ -33,7 +33,22 @@ import casadi as ca
 from cableload_sim.errors import CableloadError
 from cableload_sim.files import atomic_write_bytes
 
-FLAGS = ("-O3", "-march=native", "-fPIC", "-shared")
+FLAGS = ("-march=native", "-fPIC", "-shared")
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3")
+OPT_ENV = "CABLELOAD_CC_OPT"
+"""The optimisation level of the teacher's C (default ``-O3``). Measured for three quadrotors:
+-O0 builds in 4 s and plans in 8.8 ms, -O1 35 s / 5.8 ms, -O2 49 s / 5.5 ms, -O3 50 s /
+3.7 ms; for nine, -O0 builds in 74 s (most of it CasADi writing the source) against about
+300 s at -O3. Flights and benchmarks want -O3, built once and cached; the test suite, which
+plans a few hundred times per build, sets -O0 (``make test``)."""
+
+
+def flags() -> tuple[str, ...]:
+    """The compiler flags: the optimisation level of ``CABLELOAD_CC_OPT``, then ``FLAGS``."""
+    level = os.environ.get(OPT_ENV, "-O3")
+    if level not in OPT_LEVELS:
+        raise CodegenError(f"{OPT_ENV}={level!r}: expected one of {', '.join(OPT_LEVELS)}")
+    return (level, *FLAGS)
 RECORD_FORMAT = 1
 
 
@@ -182,13 +197,13 @@ def _build(folder: Path, name: str, source: str, library: Path, source_key: str,
         c_file = work / f"{name}.c"
         c_file.write_text(source)
         built = work / library.name
-        result = subprocess.run([command, *FLAGS, str(c_file), "-o", str(built), "-lm"],
+        result = subprocess.run([command, *flags(), str(c_file), "-o", str(built), "-lm"],
                                 capture_output=True, text=True)
         if result.returncode != 0:
             raise CodegenError(f"compiling {name} with {command!r} failed:\n"
                                f"{result.stderr[-2000:]}")
         record = {"format": RECORD_FORMAT, "key": source_key, "sha256": _file_sha256(built),
-                  "compiler": identity, "flags": list(FLAGS), "cpu": cpu_identity()}
+                  "compiler": identity, "flags": list(flags()), "cpu": cpu_identity()}
         os.replace(built, library)
         atomic_write_bytes(_record_path(library), json.dumps(record, indent=1).encode())
     except OSError as err:
@@ -205,7 +220,7 @@ def compile_functions(name: str, functions: list[ca.Function]) -> dict[str, ca.F
     for fun in functions:
         generator.add(fun)
     source = generator.dump()
-    source_key = _digest(source, " ".join(FLAGS), cpu_identity())
+    source_key = _digest(source, " ".join(flags()), cpu_identity())
     command = compiler()
     identity = compiler_identity(command)
     folder = cache_dir(create=identity is not None)

@@ -185,3 +185,19 @@ def test_teacher_without_compiler_or_cache_exits_with_one_line(tmp_path, cc):
     assert result.returncode == 1, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "not found" in lines[0], result.stderr
+
+
+def test_optimisation_level_is_part_of_the_key_and_checked(tmp_path, monkeypatch):
+    """``CABLELOAD_CC_OPT`` picks the level (the tests build at -O0, flights at -O3); each
+    level has its own library, and a bad value is refused naming it."""
+    for level in ("-O0", "-O3"):
+        monkeypatch.setenv("CABLELOAD_CC_OPT", level)
+        done = run_build(tmp_path)
+        assert done.returncode == 0 and done.stdout.strip() == "9.0", done.stderr
+    assert len(libraries(tmp_path)) == 2
+    levels = sorted(json.loads(lib.with_suffix(".json").read_text())["flags"][0]
+                    for lib in libraries(tmp_path))
+    assert levels == ["-O0", "-O3"]
+    monkeypatch.setenv("CABLELOAD_CC_OPT", "-Ofast")
+    done = run_build(tmp_path)
+    assert done.returncode != 0 and "CABLELOAD_CC_OPT='-Ofast'" in done.stderr
