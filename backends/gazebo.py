@@ -108,7 +108,7 @@ class _Stream:
 
     With ``clock`` (a callable giving the world's newest ROS time, None before the first), a
     stamp is checked against it: one from the future (beyond ``FUTURE_S``), from before the
-    kept history, or one already held is dropped and counted (``dropped``), never
+    kept history, one already held, or one not finite is dropped and counted (``dropped``), never
     interpolated; a row stamped ahead of the clock is kept but not seen until the clock has
     reached it. A single message stamped 100 s ahead once made every later state look
     out of date."""
@@ -119,13 +119,13 @@ class _Stream:
         self._rows: list[tuple] = []
         self._clock = clock
         self.future_s = future_s
-        self.dropped = {"future": 0, "past": 0, "repeated": 0}
+        self.dropped = {"future": 0, "past": 0, "repeated": 0, "non_finite": 0}
 
     def add(self, t: float, *values) -> bool:
         """Keep one message's row; False when its stamp was dropped."""
         now = self._clock() if self._clock is not None else None
         if not math.isfinite(t):
-            reason = "future"
+            reason = "non_finite"
         elif now is not None and t > now + self.future_s:
             reason = "future"
         elif now is not None and t < now - HISTORY_S:

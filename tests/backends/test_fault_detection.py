@@ -48,7 +48,7 @@ def test_stamps_from_the_far_past_repeated_or_not_finite_are_dropped():
     assert not stream.add(*row(20.0 - HISTORY_S - 0.1))
     assert not stream.add(*row(20.0))
     assert not stream.add(*row(float("nan")))
-    assert stream.dropped == {"future": 1, "past": 1, "repeated": 1}
+    assert stream.dropped == {"future": 0, "past": 1, "repeated": 1, "non_finite": 1}
     assert stream.dropped_total == 3
 
 
