@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from cableload_sim.errors import UsageError
 from cableload_sim.simulator import Simulator
 from cableload_sim.trajectories import make_reference
 from learners.export import (
@@ -315,3 +316,30 @@ def test_a_student_on_the_follow_prior_follows_the_load_it_observes(paper_config
         assert moved > 1e-3  # the followers did move the plans
         planner.reset()
         formation.reset()
+
+
+def test_torch_policy_runs_on_one_thread_and_restores_the_count(net, monkeypatch):
+    """A policy call runs on its own thread count (one by default), whatever torch's count is
+    around it, and leaves that count as it found it."""
+    seen = []
+    policy = TorchPolicy(net)
+
+    def spy(batch):
+        def fn(*inputs):
+            seen.append(torch.get_num_threads())
+            return {k: torch.zeros(batch, 1) for k in ("p", "v", "a", "j", "w")}
+        return fn
+
+    monkeypatch.setattr(policy, "_fn", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        zeros = np.zeros((1, 4, 1))
+        policy(zeros, zeros, zeros, zeros)
+        assert seen == [1]
+        assert torch.get_num_threads() == 2
+        TorchPolicy(net, threads=2)
+        with pytest.raises(UsageError, match="threads: expected a whole number >= 1, got 0"):
+            TorchPolicy(net, threads=0)
+    finally:
+        torch.set_num_threads(before)
