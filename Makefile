@@ -87,7 +87,7 @@ lint: venv
 
 # the generated references (docs/commands.md, docs/configuration.md); a test checks them
 docs: venv
-	$(PY) -m cableload_sim.reference_docs
+	$(PY) -m cableload_sim.cli.reference_docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -37,7 +37,7 @@ import numpy as np
 
 from backends import ros1
 from backends.pilot import ReferenceQueue, reference_problem, sample_nodes
-from cableload_sim.world import UavTrajectory
+from cableload_sim.physics.world import UavTrajectory
 
 QUEUE_MODES = ("stock", "replace")
 

@@ -13,10 +13,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from cableload_sim.disturbances import WrenchDisturbance
 from cableload_sim.errors import CableloadError
 from cableload_sim.params import SystemParams
-from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
+from cableload_sim.physics.disturbances import WrenchDisturbance
+from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import numpy as np
 
 from backends.base import Backend, BackendHealth, Scenario
 from cableload_sim.params import SystemParams
-from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
+from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
 from planners.base import hover_plan
 
 

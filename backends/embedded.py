@@ -14,14 +14,14 @@ import math
 import numpy as np
 
 from backends.base import BackendHealth, Scenario
-from cableload_sim import layout
 from cableload_sim.errors import UsageError
 from cableload_sim.horizon import N_NODES
-from cableload_sim.link import InFlight, LinkStats, make_links
 from cableload_sim.params import Config
-from cableload_sim.sensing import Sensors
-from cableload_sim.simulator import Simulator, StepLog, world_state_from
-from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
+from cableload_sim.physics import layout
+from cableload_sim.physics.link import InFlight, LinkStats, make_links
+from cableload_sim.physics.sensing import Sensors
+from cableload_sim.physics.simulator import Simulator, StepLog, world_state_from
+from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
 
 ARRIVAL_TOLERANCE_STEPS = 1e-6
 """A plan arriving within this fraction of a physics step after a step's start is taken at

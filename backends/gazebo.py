@@ -41,11 +41,11 @@ from backends import ros1
 from backends.agiros import AgirosClient, PilotWatch
 from backends.base import BackendHealth, EpisodeAborted, Scenario
 from cableload_sim.errors import UsageError
+from cableload_sim.io.runlog import default_quad_names
 from cableload_sim.params import Config
+from cableload_sim.physics.statics import hover_geometry
+from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.runlog import default_quad_names
-from cableload_sim.statics import hover_geometry
-from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
 
 HISTORY_S = 3.0
 """How much of each stream is kept for interpolation (ROS time, s)."""

@@ -29,7 +29,7 @@ under every SDF version and Gazebo needs no frame resolution.
   ball joints ``cableI/joint_K``: joint 0 at the load's attachment point (parent ``load``), joint
   k at the quadrotor's (child ``quadN/base_link``, pose ``r_i`` in its body frame).
 
-Initial pose: the hover formation of ``cableload_sim.statics`` around a level load, for rigid
+Initial pose: the hover formation of ``cableload_sim.physics.statics`` around a level load, for rigid
 cables (a link chain does not stretch), so each chain is straight and exactly as long as
 configured. Like the embedded simulator, the world is the *simulated* system: the config's
 ``[mismatch]`` applied.
@@ -54,11 +54,11 @@ from pathlib import Path
 import numpy as np
 
 from cableload_sim.errors import OutputExistsError, UsageError
-from cableload_sim.files import atomic_write_bytes
+from cableload_sim.io.files import atomic_write_bytes
+from cableload_sim.io.runlog import LOAD_ODOMETRY_TOPIC, default_quad_names
 from cableload_sim.params import Config, QuadrotorParams, SystemParams
+from cableload_sim.physics.statics import hover_state
 from cableload_sim.rotations import matrix_to_quat, quat_from_axis_angle, quat_to_euler, quat_to_matrix
-from cableload_sim.runlog import LOAD_ODOMETRY_TOPIC, default_quad_names
-from cableload_sim.statics import hover_state
 
 SDF_VERSION = "1.7"
 WORLD_NAME = "default"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cableload_sim.horizon import node_times
-from cableload_sim.world import UavTrajectory
+from cableload_sim.physics.world import UavTrajectory
 
 LAND_SPEED = 0.5
 """Descent speed while landing (m/s)."""

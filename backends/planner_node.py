@@ -36,11 +36,11 @@ from backends.base import BackendHealth
 from backends.gazebo import WorldObserver, _Stream, init_node, wait_until_known
 from cableload_sim.errors import UsageError
 from cableload_sim.horizon import HORIZON_S
+from cableload_sim.io.runlog import default_quad_names
 from cableload_sim.params import Config
+from cableload_sim.physics.world import LocalObservation, WorldState
 from cableload_sim.rotations import quat_multiply
-from cableload_sim.runlog import default_quad_names
 from cableload_sim.trajectories import LoadReferenceSample
-from cableload_sim.world import LocalObservation, WorldState
 from planners.base import PlanGuard
 
 LOOK_BACK_S = 0.05

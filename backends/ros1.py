@@ -37,8 +37,7 @@ from importlib import resources
 import numpy as np
 
 from cableload_sim.errors import CableloadError
-from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.runlog.topics import (  # noqa: F401  (re-exported: the ROS layer's names)
+from cableload_sim.io.runlog.topics import (  # noqa: F401  (re-exported: the ROS layer's names)
     CONFIG_TOPIC,
     LOAD_ODOMETRY_TOPIC,
     LOAD_POSE_TOPIC,
@@ -50,7 +49,8 @@ from cableload_sim.runlog.topics import (  # noqa: F401  (re-exported: the ROS l
     TRAJECTORY_TOPIC,
     WORLD_FRAME,
 )
-from cableload_sim.world import UavTrajectory
+from cableload_sim.physics.world import UavTrajectory
+from cableload_sim.rotations import quat_to_matrix
 
 DEBIAN_PACKAGES = ("python3-rospy", "python3-rosmaster", "python3-genpy", "python3-genmsg",
                    "python3-std-msgs", "python3-std-srvs", "python3-geometry-msgs",

@@ -26,10 +26,10 @@ import numpy as np
 from backends.base import Backend, EpisodeAborted, Scenario
 from cableload_sim.errors import ResourceError, UsageError
 from cableload_sim.horizon import node_offsets
+from cableload_sim.io.resources import available_memory, gigabytes
 from cableload_sim.metrics import EpisodeMetrics, uav_distances
 from cableload_sim.params import SimulationParams
-from cableload_sim.resources import available_memory, gigabytes
-from cableload_sim.world import UavTrajectory, WorldSamples, WorldState
+from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
 from planners.base import PlanGuard
 
 
@@ -218,7 +218,7 @@ def run_episode(
 
 
 def starts_on_ground(reference) -> bool:
-    """Whether ``reference`` is flown from the ground (``cableload_sim.lift``)."""
+    """Whether ``reference`` is flown from the ground (``cableload_sim.trajectories.lift``)."""
     return getattr(reference, "climb", None) is not None
 
 

@@ -20,11 +20,11 @@ import numpy as np
 from backends import make_backend
 from backends.base import Scenario
 from backends.runner import run_episode, starts_on_ground
-from cableload_sim.disturbances import WrenchDisturbance
 from cableload_sim.errors import ResourceError, UsageError
+from cableload_sim.io.resources import free_disk, gigabytes
 from cableload_sim.metrics import plan_derivative_mae
 from cableload_sim.params import Config, load_config
-from cableload_sim.resources import free_disk, gigabytes
+from cableload_sim.physics.disturbances import WrenchDisturbance
 from planners import check_planner_name, make_planner
 
 NODES = "nodes"
@@ -87,7 +87,7 @@ def log_paths(log, names: list[str]) -> list[Path | None]:
 def check_outputs(flight: Flight, paths: list[Path | None], overwrite: bool = False) -> None:
     """Refuse, before any flight, a run-log path that cannot be written (``UsageError``,
     ``OutputExistsError``) or run logs larger than the disk's free space (``ResourceError``)."""
-    from cableload_sim.runlog import check_output_path, estimated_size
+    from cableload_sim.io.runlog import check_output_path, estimated_size
 
     logs = [Path(p) for p in paths if p is not None]
     for path in logs:
@@ -142,7 +142,7 @@ class _DerivativeMae:
 def warm_up(planner, config, reference, load_p, load_q) -> None:
     """Plan once from the hover state at the start pose and forget it: a world that runs in
     real time does not wait while a planner compiles its code on its first plan."""
-    from cableload_sim.simulator import Simulator
+    from cableload_sim.physics.simulator import Simulator
 
     sim = Simulator(config)
     sim.reset(load_p, load_q)
@@ -186,7 +186,7 @@ def fly(flight: Flight, planner, *, planner_options: dict | None = None, log_pat
             result = episode(ros_topics)
         else:
             from backends.ros_logger import FanOutLogger
-            from cableload_sim.runlog import RunLogWriter
+            from cableload_sim.io.runlog import RunLogWriter
 
             with RunLogWriter(log_path, config, overwrite=overwrite) as log:
                 result = episode(FanOutLogger(log, ros_topics) if ros_topics else log)

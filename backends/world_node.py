@@ -63,11 +63,11 @@ from backends import ros1
 from backends.embedded import ARRIVAL_TOLERANCE_STEPS
 from backends.pilot import Pilot, PilotState, reference_problem
 from cableload_sim.errors import UsageError
-from cableload_sim.link import InFlight, LinkStats, make_links
+from cableload_sim.io.runlog import default_quad_names
 from cableload_sim.params import Config
+from cableload_sim.physics.link import InFlight, LinkStats, make_links
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.runlog import default_quad_names
-from cableload_sim.simulator import Simulator
 
 TELEMETRY_RATE_HZ = 20.0
 LOCKSTEP_WAIT_S = 5.0

@@ -16,9 +16,9 @@ import dataclasses
 
 import numpy as np
 
-from cableload_sim import layout
 from cableload_sim.params import load_config
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics import layout
+from cableload_sim.physics.simulator import Simulator
 
 SPEED = 1.0  # m/s, the load moving away from the quadrotors
 SLACK_LIFT = 0.01  # m, the load raised above its hover position

@@ -37,8 +37,8 @@ import numpy as np
 
 from backends import make_backend
 from backends.runner import run_episode
-from cableload_sim.feasibility import check_reference
 from cableload_sim.params import load_config
+from cableload_sim.physics.feasibility import check_reference
 from cableload_sim.trajectories import make_reference
 from planners import make_planner
 

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cableload_sim.bench import _batch_arrays, prepared_simulator, run_batch, run_closed_loop
+from cableload_sim.cli.bench import _batch_arrays, prepared_simulator, run_batch, run_closed_loop
 from cableload_sim.params import load_config
 
 STEPS = 100_000

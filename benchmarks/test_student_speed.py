@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from cableload_sim.params import load_config
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.trajectories import make_reference
 from learners.export import GENERALIST_POLICIES, SHIPPED_POLICY, export_policy, load_policy
 from learners.network import NetworkConfig, StudentNet

@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from cableload_sim.params import SystemParams
+from cableload_sim.physics.world import WorldSamples
 from cableload_sim.rotations import quat_angle_between
-from cableload_sim.world import WorldSamples
 
 
 def uav_distances(uav_p: np.ndarray) -> np.ndarray:

@@ -592,7 +592,7 @@ class BatteryParams:
 class WindParams:
     """The wind the simulated bodies fly in: a steady part plus Dryden turbulence, the same at
     every point (the system is small against the turbulence scales), generated per episode
-    from a seeded generator (``cableload_sim.wind``). Planners are not told about it.
+    from a seeded generator (``cableload_sim.physics.wind``). Planners are not told about it.
 
     Turbulence components: u along the steady wind's horizontal direction (world x without
     one), v horizontal across it, w vertical; MIL-F-8785C's Dryden spectra, frozen turbulence
@@ -747,7 +747,7 @@ class SensingParams:
 @dataclass(frozen=True)
 class ImuParams:
     """Each quadrotor's inertial sensors and the onboard state estimate its controller flies
-    on (``cableload_sim.kernels.onboard``).
+    on (``cableload_sim.physics.kernels.onboard``).
 
     The gyroscope measures the body rates, the accelerometer the specific force (body frame),
     each with a constant bias (drawn per quadrotor and flight) plus white noise, read at every

@@ -263,7 +263,7 @@ def check_references_flyable(config: TrainConfig, system_config, force: bool = F
                              warn=None) -> None:
     """Every training reference, in every orientation it is flown with, within what the system
     can fly over an episode (``feasibility.require_flyable``)."""
-    from cableload_sim.feasibility import require_flyable
+    from cableload_sim.physics.feasibility import require_flyable
     from cableload_sim.trajectories import make_reference
 
     d = config.dagger

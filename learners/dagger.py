@@ -32,7 +32,7 @@ from torch import nn
 
 from cableload_sim.errors import CableloadError, OutputExistsError, ResourceError, UsageError
 from cableload_sim.horizon import N_NODES, node_offsets
-from cableload_sim.resources import available_memory, gigabytes
+from cableload_sim.io.resources import available_memory, gigabytes
 from learners.config import TrainConfig, check_references_flyable, validate
 from learners.distribution import ReferenceSpec
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
@@ -199,7 +199,7 @@ def draw_mismatch(d, n: int, rng: np.random.Generator, flyable=None) -> dict:
 
 def hover_possible(config, mismatch: dict) -> bool:
     """Whether ``config``'s system perturbed by ``mismatch`` has a hover to start from."""
-    from cableload_sim.feasibility import check_hover
+    from cableload_sim.physics.feasibility import check_hover
 
     try:
         check_hover(_with_mismatch(config, mismatch))
@@ -213,7 +213,7 @@ def collect_episode(task: EpisodeTask) -> dict:
     from backends import make_backend
     from backends.base import Scenario
     from backends.runner import run_episode
-    from cableload_sim.disturbances import WrenchDisturbance
+    from cableload_sim.physics.disturbances import WrenchDisturbance
     from cableload_sim.trajectories import make_reference
     from learners.export import network_from_checkpoint, read_checkpoint
 

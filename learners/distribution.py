@@ -130,7 +130,7 @@ class ReferenceDistribution:
         ``thrust_share`` of its thrust limit, its formation inside the planners' box
         (``PlanBounds``) over that time and one horizon more (drawn again until it does: a
         fast open path can leave the box)."""
-        from cableload_sim.feasibility import check_reference
+        from cableload_sim.physics.feasibility import check_reference
         from planners.base import PlanBounds
 
         bounds = PlanBounds()
@@ -287,9 +287,9 @@ def preview(specs: list[ReferenceSpec], duration: float, out_dir) -> list:
 
     from matplotlib.figure import Figure
 
-    from cableload_sim.files import atomic_write_bytes
-    from cableload_sim.palette import LOAD_COLOR, REFERENCE_COLOR
+    from cableload_sim.io.files import atomic_write_bytes
     from cableload_sim.rotations import quat_to_matrix
+    from cableload_sim.viz.palette import LOAD_COLOR, REFERENCE_COLOR
 
     out_dir = Path(out_dir)
     columns = min(4, len(specs))

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from cableload_sim.errors import FileContentError, InputMissingError
-from cableload_sim.files import atomic_write_bytes
+from cableload_sim.io.files import atomic_write_bytes
 
 SAMPLE_ARRAYS = ("ego", "load", "ref", "prior", "target", "t", "quad", "episode")
 

@@ -20,9 +20,9 @@ import numpy as np
 from cableload_sim.errors import UsageError
 from cableload_sim.horizon import HORIZON_S, node_times
 from cableload_sim.params import SystemParams
+from cableload_sim.physics.statics import hover_geometry
+from cableload_sim.physics.world import UavTrajectory, WorldState
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_geometry
-from cableload_sim.world import UavTrajectory, WorldState
 
 REFERENCE_CHECK_S = 600.0
 """How far (s) ``PlanBounds.check_reference`` looks: longer references repeat (loops) or hold."""

@@ -31,7 +31,7 @@ from pathlib import Path
 import casadi as ca
 
 from cableload_sim.errors import CableloadError
-from cableload_sim.files import atomic_write_bytes
+from cableload_sim.io.files import atomic_write_bytes
 
 FLAGS = ("-march=native", "-fPIC", "-shared")
 OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3")

@@ -1,7 +1,7 @@
 """Formation baseline: every quadrotor rides a rigid formation that moves with the load reference.
 
 Each quadrotor's reference sits above its load attachment point at the hover cable angle
-(``cableload_sim.statics.hover_geometry``): ``p_i = p_L + R_L rho_i + l_i u_i - R_i r_i`` with
+(``cableload_sim.physics.statics.hover_geometry``): ``p_i = p_L + R_L rho_i + l_i u_i - R_i r_i`` with
 the load pose taken from the reference. The load's acceleration is fed forward: the
 formation's velocities and accelerations are those of the moving, rotating formation, and,
 optionally, the cable cone tilts toward the force the load needs, ``m_L (a_L - g)``, as a
@@ -19,7 +19,7 @@ Made from a config (``from_config``), the wrench formation is also told the drag
 ``[aero]``: its cables supply the load's drag at the reference's velocity, and the body rates
 fed forward follow the thrust that also balances each quadrotor's drag at its slot's velocity.
 
-A reference from the ground (``cableload_sim.lift``, with ``climb(t)``) moves each
+A reference from the ground (``cableload_sim.trajectories.lift``, with ``climb(t)``) moves each
 quadrotor from where it rested at the first plan to its slot and back by that share.
 
 With ``follow`` (planner ``formation-follow``: the wrench formation with it) the formation
@@ -45,15 +45,15 @@ from numba import njit
 
 from cableload_sim.horizon import node_times
 from cableload_sim.params import AeroParams, SystemParams
-from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import (
+from cableload_sim.physics.statics import (
     hover_geometry,
     load_wrench,
     rotor_drag_at_hover,
     wrench_correction,
 )
+from cableload_sim.physics.world import UavTrajectory, WorldState
+from cableload_sim.rotations import quat_to_matrix
 from cableload_sim.trajectories import LoadReferenceSample
-from cableload_sim.world import UavTrajectory, WorldState
 
 _FD_STEP = 2e-3  # s, finite-difference step for the formation's derivatives
 _STENCIL = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
@@ -506,7 +506,7 @@ class FormationPlanner:
             self.follower.reset()
 
     def _rest_from(self, state: WorldState, reference) -> None:
-        """A reference from the ground (``cableload_sim.lift``): the quadrotors' resting
+        """A reference from the ground (``cableload_sim.trajectories.lift``): the quadrotors' resting
         places are where they are at its first plan."""
         if getattr(reference, "climb", None) is not None and getattr(self, "_rest", None) is None:
             self._rest = np.array(state.uav_p, dtype=float)

@@ -45,8 +45,8 @@ from numba import njit
 
 from cableload_sim.horizon import N_NODES, node_times
 from cableload_sim.params import AeroParams, Config, SystemParams
+from cableload_sim.physics.world import LocalObservation, UavTrajectory, WorldState
 from cableload_sim.rotations import quat_to_6d
-from cableload_sim.world import LocalObservation, UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
 from planners.formation import FormationPlanner, LoadFollower, SlotArrays, slot_of
 
@@ -588,7 +588,7 @@ class StudentPlanner:
         ``act`` subtracts), measured once."""
         if i not in self._hover_residuals:
             if self._hover is None:  # the rest and its formation: the same for every quadrotor
-                from cableload_sim.statics import hover_state
+                from cableload_sim.physics.statics import hover_state
                 from cableload_sim.trajectories import Hover
 
                 rest = hover_state(self.system, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))

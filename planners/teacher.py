@@ -33,8 +33,8 @@ import numpy as np
 
 from cableload_sim.horizon import node_offsets
 from cableload_sim.params import AeroParams, Config, SystemParams, TeacherParams
+from cableload_sim.physics.world import UavTrajectory, WorldState
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.world import UavTrajectory, WorldState
 from planners.base import PlanBounds, hover_plan
 from planners.teacher_model import (
     C_DIR,

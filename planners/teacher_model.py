@@ -44,7 +44,7 @@ import casadi as ca
 import numpy as np
 
 from cableload_sim.params import AeroParams, SystemParams
-from cableload_sim.statics import rotor_drag_at_hover
+from cableload_sim.physics.statics import rotor_drag_at_hover
 
 # state layout
 X_POS = 0

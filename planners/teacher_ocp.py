@@ -27,8 +27,8 @@ import numpy as np
 
 from cableload_sim.horizon import N_NODES, node_offsets
 from cableload_sim.params import AeroParams, SystemParams, TeacherParams
+from cableload_sim.physics.statics import hover_geometry
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_geometry
 from planners.codegen import compile_functions
 from planners.riccati_ipm import newton_step
 from planners.teacher_model import (

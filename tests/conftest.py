@@ -26,7 +26,7 @@ def compiled_kernels(paper_config):
     compiling while planner nodes wait for it, a timed subprocess). With ``make test``'s two
     workers both compile at once; numba writes its cache files atomically."""
     from cableload_sim.params import load_config
-    from cableload_sim.simulator import Simulator
+    from cableload_sim.physics.simulator import Simulator
     from planners.formation import load_kernels
     from planners.student import load_kernels as load_student_kernels
 

@@ -24,7 +24,7 @@ def write_flight_bag(path, topics: bool = True):
     import numpy as np
     from rosbags.rosbag1 import Writer
 
-    from cableload_sim.runlog import LOAD_POSE_TOPIC, make_typestore
+    from cableload_sim.io.runlog import LOAD_POSE_TOPIC, make_typestore
 
     store = make_typestore()
     T = store.types

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cableload_sim import reference_docs
+from cableload_sim.cli import reference_docs
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
@@ -43,7 +43,7 @@ def commands(text: str) -> list[str]:
 @pytest.mark.parametrize("page", list(reference_docs.PAGES))
 def test_the_generated_references_are_current(page):
     assert (ROOT / page).read_text() == reference_docs.PAGES[page](), (
-        f"{page} is out of date: run `python -m cableload_sim.reference_docs`")
+        f"{page} is out of date: run `python -m cableload_sim.cli.reference_docs`")
 
 
 def test_every_configuration_key_of_the_paper_config_is_documented():

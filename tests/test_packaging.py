@@ -26,7 +26,7 @@ def test_wheel_builds_from_a_clean_copy_without_warnings(tmp_path):
     assert not warnings, "\n".join(warnings[:10])
     (wheel,) = (tmp_path / "dist").glob("cableload-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for expected in ("cableload_sim/runlog/reader.py", "cableload_sim/configs/paper.toml",
+    for expected in ("cableload_sim/io/runlog/reader.py", "cableload_sim/configs/paper.toml",
                      "cableload_sim/msgs/agiros_msgs/Reference.msg",
                      "learners/policies/paper-eight-medium/policy.json", "backends/session.py"):
         assert expected in names, expected

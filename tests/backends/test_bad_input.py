@@ -8,11 +8,11 @@ import pytest
 from backends import make_backend
 from backends.base import Scenario
 from backends.runner import run_episode
-from cableload_sim import layout
 from cableload_sim.horizon import node_times
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics import layout
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.world import UavTrajectory
 from cableload_sim.trajectories import make_reference
-from cableload_sim.world import UavTrajectory
 from planners.base import PlanGuard, hover_plan
 
 

@@ -8,8 +8,8 @@ import pytest
 from backends import make_backend
 from backends.base import Backend, Scenario
 from backends.runner import EpisodeStatus, run_episode
-from cableload_sim.disturbances import WrenchDisturbance
 from cableload_sim.params import load_config
+from cableload_sim.physics.disturbances import WrenchDisturbance
 from cableload_sim.trajectories import make_reference
 from planners import make_planner
 

@@ -7,11 +7,11 @@ import pytest
 
 from backends.embedded import EmbeddedBackend
 from backends.runner import run_episode
-from cableload_sim import layout
-from cableload_sim.ground import cable_lift, lift_off_index
-from cableload_sim.lift import from_ground
 from cableload_sim.params import load_config
+from cableload_sim.physics import layout
+from cableload_sim.physics.ground import cable_lift, lift_off_index
 from cableload_sim.trajectories import make_reference
+from cableload_sim.trajectories.lift import from_ground
 from planners.formation import FormationPlanner
 
 

@@ -30,10 +30,10 @@ from backends.gazebo_world import (
     write_world,
 )
 from cableload_sim.errors import UsageError
+from cableload_sim.io.runlog import LOAD_ODOMETRY_TOPIC
 from cableload_sim.params import load_config
+from cableload_sim.physics.statics import hover_geometry
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.runlog import LOAD_ODOMETRY_TOPIC
-from cableload_sim.statics import hover_geometry
 
 MM = 1e-3
 

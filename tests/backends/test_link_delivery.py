@@ -12,9 +12,9 @@ from backends.base import Scenario
 from backends.runner import EpisodeStatus, run_episode
 from cableload_sim.horizon import node_offsets
 from cableload_sim.params import LinkParams
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.world import UavTrajectory
 from cableload_sim.trajectories import make_reference
-from cableload_sim.world import UavTrajectory
 from planners import make_planner
 
 DELAY_S = 0.037

@@ -11,8 +11,8 @@ import pytest
 from backends import make_backend
 from backends.runner import EpisodeStatus, run_episode
 from cableload_sim.errors import ResourceError, UsageError
+from cableload_sim.physics.world import UavTrajectory
 from cableload_sim.trajectories import make_reference
-from cableload_sim.world import UavTrajectory
 from planners import make_planner
 from planners.base import hover_plan
 

@@ -9,7 +9,7 @@ import pytest
 from backends.agiros import StockQueue, plan_piece
 from backends.pilot import Pilot, PilotState, ReferenceQueue, reference_problem, sample_nodes
 from cableload_sim.horizon import node_times
-from cableload_sim.world import UavTrajectory
+from cableload_sim.physics.world import UavTrajectory
 
 
 def reference(t0: float, t1: float, x0: float = 0.0, speed: float = 1.0, points: int = 11):

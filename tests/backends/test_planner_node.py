@@ -9,7 +9,7 @@ from requirements import require
 
 from backends import ros1
 from cableload_sim.horizon import node_times
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.trajectories import make_reference
 
 ok, why = ros1.ros_available()

@@ -11,10 +11,10 @@ from requirements import require
 
 from backends import ros1
 from cableload_sim.horizon import node_times
+from cableload_sim.io.runlog import message_md5
+from cableload_sim.physics.world import UavTrajectory
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.runlog import message_md5
 from cableload_sim.trajectories import make_reference
-from cableload_sim.world import UavTrajectory
 
 ok, why = ros1.ros_available()
 require(ok, why)

@@ -1,6 +1,6 @@
-"""Plain-NumPy twins of the numba kernels in ``cableload_sim.kernels``, used only by tests.
+"""Plain-NumPy twins of the numba kernels in ``cableload_sim.physics.kernels``, used only by tests.
 
-Written from the kernels' module docstring (the specification) and ``cableload_sim.layout``,
+Written from the kernels' module docstring (the specification) and ``cableload_sim.physics.layout``,
 not by transliterating the loops: the state is unpacked into per-body arrays, bodies are
 handled together with array operations, rotations come from ``cableload_sim.rotations``.
 
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cableload_sim import layout as L
+from cableload_sim.physics import layout as L
 from cableload_sim.rotations import (
     matrix_to_quat,
     quat_conjugate,

@@ -1,11 +1,11 @@
-"""NumPy twins of ``cableload_sim.kernels.contact``: the ground's forces and the cables'
+"""NumPy twins of ``cableload_sim.physics.kernels.contact``: the ground's forces and the cables'
 inelastic snap, written with arrays and the rotations module (used only by tests)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from cableload_sim import layout as L
+from cableload_sim.physics import layout as L
 from cableload_sim.rotations import quat_to_matrix
 
 

@@ -1,4 +1,4 @@
-"""NumPy twin of ``cableload_sim.kernels.onboard``: the IMU, the motion capture and the onboard
+"""NumPy twin of ``cableload_sim.physics.kernels.onboard``: the IMU, the motion capture and the onboard
 estimate of one quadrotor at one controller update, written from that module's docstring with
 Python integers for the noise and the rotations module for attitudes (used only by tests)."""
 
@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from cableload_sim import layout as L
+from cableload_sim.physics import layout as L
 from cableload_sim.rotations import quat_exp, quat_log, quat_multiply, quat_to_matrix
 
 _MASK = (1 << 64) - 1

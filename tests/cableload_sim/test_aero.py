@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cableload_sim import kernels, layout
 from cableload_sim.params import AeroParams, ConfigError, WindParams, config_from_dict, load_config
+from cableload_sim.physics import kernels, layout
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.wind import WindField
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.simulator import Simulator
-from cableload_sim.wind import WindField
 
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy_twins as twin  # noqa: E402

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cableload_sim import kernels, layout
-from cableload_sim.kernels.ball import ball_forces
 from cableload_sim.params import BallParams, ConfigError, config_from_dict, load_config
+from cableload_sim.physics import kernels, layout
+from cableload_sim.physics.kernels.ball import ball_forces
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.simulator import Simulator
 
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy_twins as twin  # noqa: E402

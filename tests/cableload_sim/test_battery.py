@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cableload_sim import layout
 from cableload_sim.params import ConfigError, config_from_dict, load_config
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics import layout
+from cableload_sim.physics.simulator import Simulator
 
 
 def test_a_long_hover_drains_the_battery_and_the_thrust_left_falls_with_it():

@@ -53,7 +53,7 @@ def test_log_into_a_folder_that_cannot_be_written(capsys, tmp_path, monkeypatch)
     if os.geteuid() != 0:  # root writes anywhere: then the check is made to see a refusal
         folder.chmod(0o555)
     else:
-        monkeypatch.setattr("cableload_sim.runlog.writer.os.access", lambda *args: False)
+        monkeypatch.setattr("cableload_sim.io.runlog.writer.os.access", lambda *args: False)
     code, _, err = run(capsys, ["simulate", "--duration", "1", "--log", str(folder / "run.bag")])
     folder.chmod(0o755)
     assert code == 2 and f"folder '{folder}' is not writable" in one_line(err)
@@ -71,8 +71,8 @@ def test_overwrite_never_removes_a_folder(capsys, tmp_path):
 
 
 def test_a_full_disk_is_one_line_and_keeps_the_log(capsys, tmp_path, monkeypatch):
-    from cableload_sim.runlog import read_run
-    from cableload_sim.runlog import writer as writer_module
+    from cableload_sim.io.runlog import read_run
+    from cableload_sim.io.runlog import writer as writer_module
 
     calls = []
 

@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cableload_sim import kernels, layout
 from cableload_sim.params import CableParams, load_config
+from cableload_sim.physics import kernels, layout
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.statics import hover_state
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.simulator import Simulator
-from cableload_sim.statics import hover_state
 
 NO_CONTROLLER = 10**12  # decimation no step index reaches: the controllers never run
 

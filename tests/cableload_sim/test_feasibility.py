@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from cableload_sim.errors import UsageError
-from cableload_sim.feasibility import HOVER_THRUST_LIMIT, check_hover
 from cableload_sim.params import MismatchParams, config_from_dict
-from cableload_sim.simulator import Simulator
-from cableload_sim.statics import hover_state
+from cableload_sim.physics.feasibility import HOVER_THRUST_LIMIT, check_hover
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.statics import hover_state
 
 
 def heaviest_thrust_ratio(config) -> float:

@@ -7,13 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cableload_sim import layout
-from cableload_sim.kernels.contact import cable_snaps
-from cableload_sim.kernels.forces import compute_forces
-from cableload_sim.kernels.integrator import body_constants
 from cableload_sim.params import ConfigError, config_from_dict, load_config
+from cableload_sim.physics import layout
+from cableload_sim.physics.kernels.contact import cable_snaps
+from cableload_sim.physics.kernels.forces import compute_forces
+from cableload_sim.physics.kernels.integrator import body_constants
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.rotations import quat_from_euler, quat_to_matrix
-from cableload_sim.simulator import Simulator
 from tests.cableload_sim import numpy_twins_contact as twin
 
 REST = np.array([2.5, 0.0, 1.0])

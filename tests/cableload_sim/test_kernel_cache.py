@@ -9,15 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cableload_sim import layout
-from cableload_sim.kernels import jit
+from cableload_sim.physics import layout
+from cableload_sim.physics.kernels import jit
 
 PROBE = """
 import json
 import numpy as np
-from cableload_sim import kernels
+from cableload_sim.physics import kernels
 from cableload_sim.params import load_config
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics.simulator import Simulator
 sim = Simulator(load_config(uavs=3))
 sim.advance(20, wrench=np.zeros((1, 6)))
 stats = kernels.advance.stats

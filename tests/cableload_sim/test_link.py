@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cableload_sim.link import InFlight, LinkModel, LinkStats, make_links
 from cableload_sim.params import LinkParams
+from cableload_sim.physics.link import InFlight, LinkModel, LinkStats, make_links
 
 PAPER = LinkParams(enabled=True, drop_fraction=0.2, delay_min_s=0.0, delay_max_s=0.03)
 PERIOD = 0.1

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from cableload_sim.metrics import EpisodeMetrics, episode_metrics
+from cableload_sim.physics.world import WorldSamples
 from cableload_sim.rotations import quat_normalize
-from cableload_sim.world import WorldSamples
 
 
 def random_samples(rng, k: int, n: int) -> WorldSamples:

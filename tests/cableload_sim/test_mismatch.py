@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from cableload_sim import layout
-from cableload_sim.kernels.integrator import motor_decay
 from cableload_sim.params import ConfigError, MismatchParams, config_from_dict, load_config
+from cableload_sim.physics import layout
+from cableload_sim.physics.kernels.integrator import motor_decay
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.simulator import Simulator
 
 # --- quadrotor side: configuration ------------------------------------------------------------
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cableload_sim import kernels, layout
-from cableload_sim.kernels.onboard import normal
 from cableload_sim.params import ConfigError, load_config
+from cableload_sim.physics import kernels, layout
+from cableload_sim.physics.kernels.onboard import normal
+from cableload_sim.physics.simulator import ONBOARD_SIZE, Simulator
 from cableload_sim.rotations import quat_angle_between, quat_exp, quat_multiply, quat_to_matrix
-from cableload_sim.simulator import ONBOARD_SIZE, Simulator
 
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy_twins_onboard as twin  # noqa: E402
@@ -216,7 +216,7 @@ def test_the_run_log_holds_the_onboard_estimate_beside_the_truth(tmp_path, imu):
     Without it there is no such topic."""
     from backends import make_backend
     from backends.runner import run_episode
-    from cableload_sim.runlog import RunLogWriter, read_run
+    from cableload_sim.io.runlog import RunLogWriter, read_run
     from cableload_sim.trajectories import make_reference
     from planners.formation import FormationPlanner
 

@@ -8,13 +8,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cableload_sim import kernels, layout
 from cableload_sim.horizon import node_times
 from cableload_sim.params import Config, load_config
+from cableload_sim.physics import kernels, layout
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.statics import SWING_CENTRE_MOTION
+from cableload_sim.physics.world import UavTrajectory
 from cableload_sim.rotations import quat_conjugate, quat_multiply, quat_to_matrix
-from cableload_sim.simulator import Simulator
-from cableload_sim.statics import SWING_CENTRE_MOTION
-from cableload_sim.world import UavTrajectory
 
 LEVEL_YAWED = np.array([np.cos(0.35), 0.0, 0.0, np.sin(0.35)])  # load yawed by 0.7 rad
 

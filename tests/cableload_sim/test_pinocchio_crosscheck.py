@@ -21,8 +21,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cableload_sim import kernels, layout
 from cableload_sim.params import load_config
+from cableload_sim.physics import kernels, layout
 from cableload_sim.rotations import quat_to_matrix
 
 pin = pytest.importorskip("pinocchio")

@@ -12,15 +12,15 @@ pytest.importorskip("matplotlib")
 
 from flights import fly_formation  # noqa: E402
 
+from cableload_sim.io.runlog import RunLogWriter, read_run  # noqa: E402
 from cableload_sim.metrics import uav_distances  # noqa: E402
-from cableload_sim.plots import (  # noqa: E402
+from cableload_sim.viz.plots import (  # noqa: E402
     figure_min_distance,
     figure_tensions,
     figure_top_view,
     figure_tracking_errors,
     plot_run,
 )
-from cableload_sim.runlog import RunLogWriter, read_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from cableload_sim.errors import UsageError
-from cableload_sim.feasibility import check_reference
-from cableload_sim.random_paths import WanderCurve, random_loop_points
+from cableload_sim.physics.feasibility import check_reference
 from cableload_sim.rotations import quat_to_euler
 from cableload_sim.trajectories import make_reference, min_turn_radius
+from cableload_sim.trajectories.draws import WanderCurve, random_loop_points
 
 T = np.linspace(0.0, 30.0, 3001)
 

@@ -12,14 +12,14 @@ import pytest
 from backends.session import Flight, build_planner, fly
 from cableload_sim.cli import main
 from cableload_sim.errors import UsageError
-from cableload_sim.feasibility import (
+from cableload_sim.params import load_config
+from cableload_sim.physics.feasibility import (
     _quasi_static_forces,
     check_reference,
     require_flyable,
 )
-from cableload_sim.params import load_config
+from cableload_sim.physics.statics import hover_state
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_state
 from cableload_sim.trajectories import make_reference
 
 OLD_ZANDVOORT = {"track_size": 6.0, "speed": 1.5, "min_radius": 0.3}

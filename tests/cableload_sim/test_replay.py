@@ -10,7 +10,8 @@ pytest.importorskip("pyvista")
 
 from flights import fly_formation  # noqa: E402
 
-from cableload_sim.replay import (  # noqa: E402
+from cableload_sim.io.runlog import RunLogWriter, read_run  # noqa: E402
+from cableload_sim.viz.replay import (  # noqa: E402
     LOAD_COLOR,
     SLACK_COLOR,
     ReplayScene,
@@ -19,7 +20,6 @@ from cableload_sim.replay import (  # noqa: E402
     replay,
     tension_color,
 )
-from cableload_sim.runlog import RunLogWriter, read_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ pytest.importorskip("rosbags")
 from flights import write_flight_bag  # noqa: E402
 from rosbags.rosbag1 import Reader  # noqa: E402
 
-from cableload_sim.runlog import (  # noqa: E402
+from cableload_sim.io.runlog import (  # noqa: E402
     LOAD_POSE_TOPIC,
     RunLogWriter,
     make_typestore,
@@ -177,7 +177,7 @@ KILLED_WRITER = textwrap.dedent("""
     from backends import make_backend
     from backends.runner import run_episode
     from cableload_sim.params import load_config
-    from cableload_sim.runlog import RunLogWriter
+    from cableload_sim.io.runlog import RunLogWriter
     from cableload_sim.trajectories import make_reference
     from planners import make_planner
 
@@ -365,7 +365,7 @@ def test_a_full_disk_stops_the_writer_and_keeps_what_was_flushed(tmp_path, paper
 
     from backends import make_backend
     from backends.runner import run_episode
-    from cableload_sim.runlog import writer as writer_module
+    from cableload_sim.io.runlog import writer as writer_module
     from cableload_sim.trajectories import make_reference
     from planners import make_planner
 
@@ -399,7 +399,7 @@ def test_the_writer_memory_does_not_grow_with_the_log(tmp_path, paper_config):
     only their counts, so an hour-long log takes no more memory than a minute-long one."""
     import tracemalloc
 
-    from cableload_sim.world import WorldSamples
+    from cableload_sim.physics.world import WorldSamples
 
     system = paper_config.system
     k, n = 10, system.n_uavs

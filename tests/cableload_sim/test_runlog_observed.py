@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("rosbags")
 
+from cableload_sim.io.runlog import RunLogWriter, read_run  # noqa: E402
 from cableload_sim.params import SensingParams  # noqa: E402
-from cableload_sim.runlog import RunLogWriter, read_run  # noqa: E402
 
 
 def fly_logged(config, path):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from cableload_sim.params import SensingParams
+from cableload_sim.physics.sensing import MotionCapture, PoseFilter, Sensors
 from cableload_sim.rotations import quat_angle_between, quat_conjugate, quat_log, quat_multiply
-from cableload_sim.sensing import MotionCapture, PoseFilter, Sensors
 
 MOCAP = SensingParams(enabled=True, mocap_rate_hz=100.0, latency_s=0.005,
                       position_noise_m=0.0005, attitude_noise_rad=0.003,

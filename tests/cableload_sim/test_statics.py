@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cableload_sim import layout
 from cableload_sim.params import load_config
+from cableload_sim.physics import layout
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.statics import hover_geometry, hover_state
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.simulator import Simulator
-from cableload_sim.statics import hover_geometry, hover_state
 from cableload_sim.trajectories import make_reference
 from planners.formation import FormationPlanner
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cableload_sim import kernels, layout
 from cableload_sim.horizon import N_NODES, node_offsets
 from cableload_sim.params import MismatchParams, load_config
+from cableload_sim.physics import kernels, layout
+from cableload_sim.physics.simulator import Simulator
+from cableload_sim.physics.world import UavTrajectory
 from cableload_sim.rotations import quat_exp, quat_multiply, quat_to_matrix
-from cableload_sim.simulator import Simulator
-from cableload_sim.world import UavTrajectory
 
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy_twins as twin  # noqa: E402

@@ -10,8 +10,8 @@ import pytest
 
 from cableload_sim.cli import main
 from cableload_sim.errors import UsageError
-from cableload_sim.feasibility import check_reference
 from cableload_sim.params import ConfigError
+from cableload_sim.physics.feasibility import check_reference
 from learners.distribution import (
     FAMILIES,
     ORIENTATIONS,
@@ -72,7 +72,7 @@ def test_the_runners_check_reaches_one_horizon_past_the_flight(paper_config):
     plans would reach out of it."""
     import numpy as np
 
-    from cableload_sim.statics import hover_geometry
+    from cableload_sim.physics.statics import hover_geometry
     from planners.base import HORIZON_S, PlanBounds
 
     system = paper_config.system

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.trajectories import make_reference
 from learners.config import train_config_from_dict
 from learners.export import (

@@ -98,10 +98,10 @@ def test_calibrated_generalist_holds_the_hover_the_raw_one_drifts_from(paper_con
     still at yaw 0, and at other yaws their common offset is a quarter or less of the raw one
     (the quadrotors head along world +x, so their attitude seen in the frame changes with the
     load's yaw)."""
+    from cableload_sim.physics.statics import hover_state
+    from cableload_sim.physics.world import WorldState
     from cableload_sim.rotations import quat_from_yaw
-    from cableload_sim.statics import hover_state
     from cableload_sim.trajectories import Hover
-    from cableload_sim.world import WorldState
     from learners.export import GENERALIST_POLICIES, student_planner
 
     # the session-6 generalist, planning relative to formation-tilt (about 1 cm of hover

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cableload_sim.errors import UsageError
-from cableload_sim.simulator import Simulator
+from cableload_sim.physics.simulator import Simulator
 from cableload_sim.trajectories import make_reference
 from learners.export import (
     IncompatibleCheckpoint,

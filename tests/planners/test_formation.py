@@ -287,7 +287,7 @@ def test_the_follow_formation_moves_every_slot_by_the_followers_offset(paper_con
     """It is the wrench formation shifted as a whole by ``LoadFollower.offset``; where the
     load has been where the reference is, it is the wrench formation. From the ground it does
     not follow (the load rests while the reference lifts it)."""
-    from cableload_sim.simulator import Simulator
+    from cableload_sim.physics.simulator import Simulator
     from planners import make_planner
     from planners.formation import FOLLOW_GAIN, FOLLOW_WASHOUT_S
 

@@ -12,11 +12,11 @@ import pytest
 
 from backends import make_backend
 from backends.base import Scenario
-from cableload_sim import kernels, layout
-from cableload_sim.disturbances import WrenchDisturbance
 from cableload_sim.params import AeroParams, TeacherParams, load_config
+from cableload_sim.physics import kernels, layout
+from cableload_sim.physics.disturbances import WrenchDisturbance
+from cableload_sim.physics.statics import hover_geometry
 from cableload_sim.rotations import quat_to_matrix
-from cableload_sim.statics import hover_geometry
 from planners.teacher_model import (
     C_DIR,
     C_DTENSION,
