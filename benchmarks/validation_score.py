@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from cableload_sim.cli import _train_config_with
+from cableload_sim.cli.main import _train_config_with
 from learners.config import load_train_config
 from learners.dagger import _evaluate, validation_references, validation_score
 from learners.export import load_checkpoint

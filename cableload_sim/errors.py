@@ -43,3 +43,8 @@ class OutputExistsError(CableloadError, FileExistsError):
 class ResourceError(CableloadError):
     """A request larger than this machine can serve (memory, disk, time); the message says how
     much it would need (exit status 1)."""
+
+
+class ConfigError(UsageError):
+    """A configuration value is missing, unknown, of the wrong type or out of range (exit
+    status 2)."""

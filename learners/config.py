@@ -16,8 +16,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cableload_sim.errors import UsageError
-from cableload_sim.params import ConfigError, read_config_text
+from cableload_sim.checks import read_text
+from cableload_sim.errors import ConfigError, UsageError
 from learners.distribution import ReferenceDistribution, distribution_from_table
 from learners.network import NetworkConfig
 
@@ -301,7 +301,7 @@ def train_config_from_dict(data: dict, source: str = "train config") -> TrainCon
 
 def load_train_config(path: str | Path) -> TrainConfig:
     path = Path(path)
-    text = read_config_text(path, "training config")
+    text = read_text(path, "training config")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

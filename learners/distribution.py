@@ -266,9 +266,9 @@ def load_distribution(path) -> ReferenceDistribution:
     import tomllib
     from pathlib import Path
 
-    from cableload_sim.params import read_config_text
+    from cableload_sim.checks import read_text
 
-    text = read_config_text(Path(path), "reference distribution")
+    text = read_text(Path(path), "reference distribution")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

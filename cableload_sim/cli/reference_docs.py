@@ -14,7 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cableload_sim import params
+from cableload_sim import checks, params
+from cableload_sim.params.system import LOAD_LAYOUT_KEYS
 
 TABLES = (
     ("load", params.LoadParams), ("quadrotor", params.QuadrotorParams),
@@ -56,17 +57,30 @@ def _default(field: dataclasses.Field) -> str:
     return f"`{value!r}`"
 
 
+_LAYOUT_NOTE = ("Instead of listing `attachments`, `uavs` places that many on a regular polygon "
+                "`attachment_radius` (m) from the centre, at height `attachment_height` (m), the "
+                "first on +x.")
+
+
+def _accepts(cls, name: str) -> str:
+    check = checks.FIELD_CHECKS.get(cls, {}).get(name)
+    return getattr(check, "expects", "").replace("|", "\\|")
+
+
 def configuration_markdown() -> str:
+    params.load_config()  # every table's loader runs once, recording its checks
     lines = [GENERATED, "", "# Configuration reference", "",
              "A configuration is a TOML file (`--config FILE`; the default is the paper's setup,",
              "`cableload_sim/configs/paper.toml`), and any key can be overridden on the command",
              "line with `--set TABLE.KEY=VALUE`. A bad key or value is refused with its path and",
-             "what was expected. Units are given in each description. `gravity` (m/s^2, default",
-             "9.81) is the one top-level key.", ""]
+             "what was expected. Units are given in each description; `accepts` is the check each",
+             "value passes (rules between keys, such as a rate that must divide the physics rate,",
+             "are checked as well and named in their error). `gravity` (m/s^2, default 9.81) is",
+             "the one top-level key.", ""]
     for table, cls in TABLES:
         docs = field_docs(cls)
         lines += [f"## `[{table}]`", "", " ".join((cls.__doc__ or "").split()), "",
-                  "| key | type | default | meaning |", "|---|---|---|---|"]
+                  "| key | type | default | accepts | meaning |", "|---|---|---|---|---|"]
         for field in dataclasses.fields(cls):
             if not field.init or field.name.startswith("_"):
                 continue
@@ -74,7 +88,14 @@ def configuration_markdown() -> str:
                                                                           str(field.type))
             meaning = docs.get(field.name, "").replace("|", "\\|")
             kind = str(kind).replace("|", "\\|")
-            lines.append(f"| `{field.name}` | `{kind}` | {_default(field)} | {meaning} |")
+            lines.append(f"| `{field.name}` | `{kind}` | {_default(field)} | "
+                         f"{_accepts(cls, field.name)} | {meaning} |")
+        if cls is params.LoadParams:
+            defaults = {"uavs": "", "attachment_radius": "`0.3`", "attachment_height": "`0.06`"}
+            for name, check in LOAD_LAYOUT_KEYS.items():
+                lines.append(f"| `{name}` | file key | {defaults[name]} | {check.expects} | "
+                             "Instead of `attachments`: see below. |")
+            lines += ["", _LAYOUT_NOTE]
         lines.append("")
     return "\n".join(lines)
 

@@ -71,7 +71,7 @@ def test_an_empty_battery_caps_the_rotors_and_the_load_comes_down():
 
 @pytest.mark.parametrize("table, match", [
     ({"efficiency": 1.5}, r"battery\.efficiency: expected a fraction in \(0, 1\], got 1\.5"),
-    ({"cells": 0}, r"battery\.cells: expected an integer >= 1, got 0"),
+    ({"cells": 0}, r"battery\.cells: expected an integer from 1 to 14, got 0"),
     ({"cell_ocv": [3.0] * 11}, r"battery\.cell_ocv: expected voltages rising with the charge"),
     ({"capacity_ah": -1}, r"battery\.capacity_ah: expected a positive number, got -1"),
 ])

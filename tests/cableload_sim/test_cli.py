@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cableload_sim.cli import SIM_KEYS, main
+from cableload_sim.cli.main import SIM_KEYS, main
 
 
 def run_json(capsys, argv):

@@ -193,7 +193,7 @@ def test_coincident_attachment_points(capsys, tmp_path):
 
 
 def test_json_has_no_nan(capsys):
-    from cableload_sim.cli import json_safe
+    from cableload_sim.cli.main import json_safe
 
     assert json_safe({"a": float("nan"), "b": [float("inf"), 1.5], "c": "x"}) == \
         {"a": None, "b": [None, 1.5], "c": "x"}
@@ -214,7 +214,7 @@ def test_a_value_error_from_deep_code_is_a_bug_not_a_usage_error(monkeypatch):
 
 
 def test_an_os_error_names_the_file():
-    from cableload_sim.cli import os_error_line
+    from cableload_sim.cli.main import os_error_line
 
     err = OSError(errno.EACCES, "Permission denied", "/x/run.bag.active")
     assert os_error_line(err) == "/x/run.bag.active: Permission denied"

@@ -27,9 +27,10 @@ from cableload_sim.rotations import quat_to_matrix
                                        r"number, got -0\.9"),
         ({"motor_time_constant_scale": [1.0, 0.0, 1.0]},
          r"mismatch\.motor_time_constant_scale\[1\]: expected a positive number, got 0\.0"),
-        ({"quadrotor_inertia_scale": []}, r"quadrotor_inertia_scale: expected a positive number "
-                                          r"or a list of them"),
-        ({"torque_coeff_scale": "big"}, r"torque_coeff_scale: expected a number, got 'big'"),
+        ({"quadrotor_inertia_scale": []}, r"quadrotor_inertia_scale: expected a positive number, "
+                                          r"or a non-empty list of positive numbers, got \[\]"),
+        ({"torque_coeff_scale": "big"}, r"torque_coeff_scale: expected a positive number, or a "
+                                        r"non-empty list of positive numbers, got 'big'"),
         ({"load_com_offset": [0.0, 0.1]}, r"load_com_offset: expected a list of 3 numbers"),
         ({"load_com_offset": [0.0, 0.0, 0.3]},
          r"load_com_offset=\[0\.0, 0\.0, 0\.3\] m: leaves the load moments of inertia"),

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from cableload_sim.cli import SIM_KEYS, main
+from cableload_sim.cli.main import SIM_KEYS, main
 from learners.export import SHIPPED_POLICY, load_policy
 
 
