@@ -11,12 +11,10 @@ system_config = "paper"           # or a path to a system TOML (relative to this
 from __future__ import annotations
 
 import dataclasses
-import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cableload_sim.checks import read_text
+from cableload_sim import checks
 from cableload_sim.errors import ConfigError, UsageError
 from learners.distribution import ReferenceDistribution, distribution_from_table
 from learners.network import NetworkConfig
@@ -144,40 +142,37 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+UAV_COUNTS = checks.sequence(checks.integer(2, 9))
+"""``dagger.uavs``: quadrotor counts an episode is drawn with."""
+
+
+def _field_check(name: str, default) -> checks.Check:
+    """The check of one training-config key, from the type of its default (its range is
+    checked by ``validate``, with the rules between keys)."""
+    if name == "uavs":
+        return UAV_COUNTS
+    if isinstance(default, bool):
+        return checks.boolean
+    if isinstance(default, int):
+        return checks.integer()
+    if isinstance(default, float):
+        return checks.finite
+    if isinstance(default, str):
+        return checks.text(allow_empty=True)
+    if isinstance(default, tuple):
+        return checks.sequence(checks.text(), min_length=0)
+    raise TypeError(f"{name}: no check for a default of type {type(default).__name__}")
+
+
 def _build(cls, path: str, table: dict):
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: expected a table, got {table!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(table) - set(fields))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key {unknown[0]!r}; expected one of {sorted(fields)}")
-    kwargs = {}
-    for name, value in table.items():
-        default = getattr(cls(), name)
-        expected = type(default)
-        if name == "uavs":
-            if not isinstance(value, list) or not all(
-                    isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 9
-                    for v in value):
-                raise ConfigError(f"{path}.{name}: expected a list of quadrotor counts from 2 "
-                                  f"to 9, got {value!r}")
-            value = tuple(value)
-        elif isinstance(default, tuple):
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{path}.{name}: expected a list of strings, got {value!r}")
-            value = tuple(value)
-        elif expected is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        elif not isinstance(value, expected) or isinstance(value, bool) != isinstance(default,
-                                                                                      bool):
-            raise ConfigError(
-                f"{path}.{name}: expected {expected.__name__}, got {value!r}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{path}.{name}: expected a finite number, got {value!r}")
-        kwargs[name] = value
+    defaults = cls()
+    fields = {f.name: _field_check(f.name, getattr(defaults, f.name))
+              for f in dataclasses.fields(cls)}
     try:
-        return cls(**kwargs)
+        return checks.build(cls, path, table, fields)
     except ValueError as err:
+        if isinstance(err, ConfigError):
+            raise
         raise ConfigError(f"{path}: {err}") from err
 
 
@@ -301,11 +296,7 @@ def train_config_from_dict(data: dict, source: str = "train config") -> TrainCon
 
 def load_train_config(path: str | Path) -> TrainConfig:
     path = Path(path)
-    text = read_text(path, "training config")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+    data = checks.read_toml(path, "training config")
     config = train_config_from_dict(data, str(path))
     if config.system_config != "paper" and not Path(config.system_config).is_absolute():
         config = dataclasses.replace(config,

@@ -263,16 +263,9 @@ def distribution_from_table(table: dict, path: str = "references") -> ReferenceD
 
 def load_distribution(path) -> ReferenceDistribution:
     """The ``[references]`` table of a TOML file (a training config, or a file of its own)."""
-    import tomllib
-    from pathlib import Path
+    from cableload_sim.checks import read_toml
 
-    from cableload_sim.checks import read_text
-
-    text = read_text(Path(path), "reference distribution")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+    data = read_toml(path, "reference distribution")
     if "references" not in data:
         raise ConfigError(f"{path}: no [references] table; expected one (see "
                           "learners/distribution.py)")

@@ -48,7 +48,7 @@ def test_train_config_errors_are_clear(tmp_path):
         train_config_from_dict({"dagger": {"rounds": 0}})
     with pytest.raises(ConfigError, match=r"unknown key 'epoch'"):
         train_config_from_dict({"dagger": {"epoch": 3}})
-    with pytest.raises(ConfigError, match=r"network.channels: expected int, got 'wide'"):
+    with pytest.raises(ConfigError, match=r"network.channels: expected an integer, got 'wide'"):
         train_config_from_dict({"network": {"channels": "wide"}})
     with pytest.raises(ConfigError, match="does not exist"):
         load_train_config(tmp_path / "none.toml")
