@@ -84,6 +84,7 @@ bench: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # the generated references (docs/commands.md, docs/configuration.md); a test checks them
 docs: venv

@@ -52,8 +52,9 @@ def plan_piece(traj: UavTrajectory, start: float, end: float, step: float) -> Ua
         return None
     count = max(2, int(np.ceil((end - start) / step - 1e-9)) + 1)
     times = np.linspace(start, end, count)
-    out = sample_nodes({"t": traj.t, "p": traj.p, "v": traj.v, "a": traj.a, "j": traj.j,
-                        "w": traj.body_rates}, times)
+    out = sample_nodes(
+        {"t": traj.t, "p": traj.p, "v": traj.v, "a": traj.a, "j": traj.j, "w": traj.body_rates}, times
+    )
     return UavTrajectory(times, out["p"], out["v"], out["a"], out["j"], out["w"])
 
 
@@ -196,24 +197,30 @@ class PilotWatch:
             self.resynced += 1
             self.queue.clear()
             if pilot_end is not None:
-                self.queue.references = [{"t": np.array([min(now, pilot_end - 1e-3),
-                                                         pilot_end])}]
+                self.queue.references = [{"t": np.array([min(now, pilot_end - 1e-3), pilot_end])}]
 
     def refusing(self) -> str | None:
         """Why the pilot is refusing the planner's references, when it has refused every one
         for ``REJECTED_FOR_S`` (None otherwise)."""
-        if self._refusing_since is None or self._last_refused - self._refusing_since \
-                < REJECTED_FOR_S:
+        if self._refusing_since is None or self._last_refused - self._refusing_since < REJECTED_FOR_S:
             return None
-        return (f"every reference refused for {self._last_refused - self._refusing_since:.1f} "
-                f"s ({self.rejected} in all; the last {self.last_problem})")
+        return (
+            f"every reference refused for {self._last_refused - self._refusing_since:.1f} "
+            f"s ({self.rejected} in all; the last {self.last_problem})"
+        )
 
 
 class AgirosClient:
     """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
 
-    def __init__(self, quad: str, queue: str = "stock", period_s: float = 0.1,
-                 margin_s: float = MARGIN_S, resample_s: float = 0.01):
+    def __init__(
+        self,
+        quad: str,
+        queue: str = "stock",
+        period_s: float = 0.1,
+        margin_s: float = MARGIN_S,
+        resample_s: float = 0.01,
+    ):
         if queue not in QUEUE_MODES:
             raise ValueError(f"pilot queue: expected one of {QUEUE_MODES}, got {queue!r}")
         rospy = ros1.rospy()
@@ -230,18 +237,20 @@ class AgirosClient:
         def topic(template):
             return template.format(quad=quad)
 
-        self.pub_trajectory = rospy.Publisher(topic(ros1.TRAJECTORY_TOPIC), m.Reference,
-                                              queue_size=10)
-        self.pub_enable = rospy.Publisher(topic(ros1.ENABLE_TOPIC), m.Bool, queue_size=1,
-                                          latch=True)
-        self.pub_commands = {name: rospy.Publisher(topic(t), m.Empty, queue_size=1)
-                             for name, t in (("start", ros1.START_TOPIC), ("land", ros1.LAND_TOPIC),
-                                             ("off", ros1.OFF_TOPIC),
-                                             ("force_hover", ros1.FORCE_HOVER_TOPIC))}
+        self.pub_trajectory = rospy.Publisher(topic(ros1.TRAJECTORY_TOPIC), m.Reference, queue_size=10)
+        self.pub_enable = rospy.Publisher(topic(ros1.ENABLE_TOPIC), m.Bool, queue_size=1, latch=True)
+        self.pub_commands = {
+            name: rospy.Publisher(topic(t), m.Empty, queue_size=1)
+            for name, t in (
+                ("start", ros1.START_TOPIC),
+                ("land", ros1.LAND_TOPIC),
+                ("off", ros1.OFF_TOPIC),
+                ("force_hover", ros1.FORCE_HOVER_TOPIC),
+            )
+        }
         self._subscribers = [
             rospy.Subscriber(topic(ros1.STATE_TOPIC), m.QuadState, self._on_state, queue_size=10),
-            rospy.Subscriber(topic(ros1.TELEMETRY_TOPIC), m.Telemetry, self._on_telemetry,
-                             queue_size=10),
+            rospy.Subscriber(topic(ros1.TELEMETRY_TOPIC), m.Telemetry, self._on_telemetry, queue_size=10),
         ]
         self.on_state = None  # optional callback(msg)
         self.on_telemetry = None  # optional callback(msg)
@@ -305,14 +314,21 @@ class AgirosClient:
             # ahead): send it anyway, so that the pilot's refusals are seen and counted
             queued_end = None
         start = plan_time if queued_end is None or queued_end < plan_time else queued_end
-        piece = plan_piece(traj, start - t_offset, sent_at + self.period_s + self.margin_s - t_offset,
-                           self.resample_s)
+        piece = plan_piece(
+            traj, start - t_offset, sent_at + self.period_s + self.margin_s - t_offset, self.resample_s
+        )
         if piece is None:
             return False
         if queued_end is not None and queued_end >= plan_time:
             # start exactly where the queue ends (the pilot compares times exactly)
-            piece = UavTrajectory(np.concatenate([[queued_end - t_offset], piece.t[1:]]),
-                                  piece.p, piece.v, piece.a, piece.j, piece.body_rates)
+            piece = UavTrajectory(
+                np.concatenate([[queued_end - t_offset], piece.t[1:]]),
+                piece.p,
+                piece.v,
+                piece.a,
+                piece.j,
+                piece.body_rates,
+            )
         self.pub_trajectory.publish(ros1.reference_message(piece, t_offset))
         with self._lock:
             self._queue.sent(sent_at, float(piece.t[-1]) + t_offset)

@@ -49,8 +49,9 @@ def _fly(backend, periods: int) -> list[WorldSamples]:
     return out
 
 
-def check_backend(factory: Callable[[], Backend], scenario: Scenario, *,
-                  deterministic: bool | None = None, periods: int = 5) -> list[str]:
+def check_backend(
+    factory: Callable[[], Backend], scenario: Scenario, *, deterministic: bool | None = None, periods: int = 5
+) -> list[str]:
     passed = []
     backend = factory()
     try:
@@ -72,15 +73,21 @@ def check_backend(factory: Callable[[], Backend], scenario: Scenario, *,
         t_before = backend.time
         flown = _fly(backend, periods)
         for k, samples in enumerate(flown):
-            _check(isinstance(samples, WorldSamples) and samples.n_uavs == n,
-                   "advance returns WorldSamples of every quadrotor")
+            _check(
+                isinstance(samples, WorldSamples) and samples.n_uavs == n,
+                "advance returns WorldSamples of every quadrotor",
+            )
             _check(len(samples) > 0, f"advance {k}: samples recorded")
             _check(bool(np.all(np.diff(samples.t) > 0.0)), f"advance {k}: increasing times")
-            _check(all(np.isfinite(getattr(samples, f)).all() for f in WorldSamples.FIELDS),
-                   f"advance {k}: finite samples")
+            _check(
+                all(np.isfinite(getattr(samples, f)).all() for f in WorldSamples.FIELDS),
+                f"advance {k}: finite samples",
+            )
         elapsed = backend.time - t_before
-        _check(abs(elapsed - periods * period) <= 0.5 * period,
-               f"advance: {periods} periods take {periods * period:g} s, took {elapsed:g} s")
+        _check(
+            abs(elapsed - periods * period) <= 0.5 * period,
+            f"advance: {periods} periods take {periods * period:g} s, took {elapsed:g} s",
+        )
         drift = np.linalg.norm(backend.observe().load_p - state.load_p)
         _check(drift < 0.1, f"hover plans keep the load in place (moved {drift:.3f} m)")
         health = backend.health()
@@ -90,8 +97,9 @@ def check_backend(factory: Callable[[], Backend], scenario: Scenario, *,
         state = backend.observe()
         try:
             backend.send(n, hover_plan(state.t, state.uav_p[0]))
-            raise AssertionError("backend conformance: send to a quadrotor index out of range "
-                                 "raises IndexError")
+            raise AssertionError(
+                "backend conformance: send to a quadrotor index out of range raises IndexError"
+            )
         except IndexError:
             pass
         good = hover_plan(state.t, state.uav_p[0])
@@ -109,8 +117,10 @@ def check_backend(factory: Callable[[], Backend], scenario: Scenario, *,
         backend.advance()  # the malformed plan is the latest one for a whole period
         _fly(backend, 2)
         counted = backend.health().rejected_plans > rejected_before
-        _check(refused_at_send or counted, "a malformed plan is refused (ValueError at send, "
-                                           "or counted in health().rejected_plans)")
+        _check(
+            refused_at_send or counted,
+            "a malformed plan is refused (ValueError at send, or counted in health().rejected_plans)",
+        )
         _finite_state(backend.observe(), n, "after a malformed plan")
         passed.append("malformed-plan-refused")
         first = flown
@@ -129,8 +139,10 @@ def check_backend(factory: Callable[[], Backend], scenario: Scenario, *,
             again.close()
         for a, b in zip(first, second, strict=True):
             for name in WorldSamples.FIELDS:
-                _check(np.array_equal(getattr(a, name), getattr(b, name)),
-                       f"same scenario, same samples ({name} differs)")
+                _check(
+                    np.array_equal(getattr(a, name), getattr(b, name)),
+                    f"same scenario, same samples ({name} differs)",
+                )
         passed.append("same-seed-same-result")
     return passed
 

@@ -64,9 +64,7 @@ class EmbeddedBackend:
         else:
             self.sim.reset(scenario.load_p, scenario.load_q)
         rng = np.random.default_rng(scenario.seed)
-        self._disturbance = (
-            scenario.disturbance.episode(rng) if scenario.disturbance is not None else None
-        )
+        self._disturbance = scenario.disturbance.episode(rng) if scenario.disturbance is not None else None
         self.links = make_links(self.config.link, self.sim.n, scenario.seed)
         self.in_flight.clear()
         self.sensors = None
@@ -98,8 +96,7 @@ class EmbeddedBackend:
             self.sim.send_plan(uav, trajectory)
             return
         if trajectory.n_nodes != N_NODES:  # refused when sent, as without the link
-            raise ValueError(f"plan for uav {uav}: expected {N_NODES} nodes, got "
-                             f"{trajectory.n_nodes}")
+            raise ValueError(f"plan for uav {uav}: expected {N_NODES} nodes, got {trajectory.n_nodes}")
         arrival = self.links[uav].transmit(self.time)
         if arrival is not None:
             self.in_flight.put(arrival, uav, trajectory)
@@ -122,10 +119,15 @@ class EmbeddedBackend:
             logs.append(self.sim.advance(stop - self.sim.step, wrench=held))
             if self.sensors is not None and self.sim.step % self.capture_every == 0:
                 self.sensors.capture(self.time, *self._poses())
-        log = logs[0] if len(logs) == 1 else StepLog(
-            t=np.concatenate([piece.t for piece in logs]),
-            x=np.concatenate([piece.x for piece in logs]),
-            tension=np.concatenate([piece.tension for piece in logs]))
+        log = (
+            logs[0]
+            if len(logs) == 1
+            else StepLog(
+                t=np.concatenate([piece.t for piece in logs]),
+                x=np.concatenate([piece.x for piece in logs]),
+                tension=np.concatenate([piece.tension for piece in logs]),
+            )
+        )
         return samples_from_states(log.t, log.x, log.tension, self.sim.n)
 
     def link_stats(self) -> LinkStats:
@@ -153,10 +155,14 @@ class EmbeddedBackend:
         """True positions (n + 1, 3) and attitudes (n + 1, 4): the load, then each quadrotor."""
         x = self.sim.x
         quads = [layout.quad_offset(i) for i in range(self.sim.n)]
-        p = np.vstack([x[layout.LOAD_POS : layout.LOAD_POS + 3]]
-                      + [x[o + layout.QUAD_POS : o + layout.QUAD_POS + 3] for o in quads])
-        q = np.vstack([x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4]]
-                      + [x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] for o in quads])
+        p = np.vstack(
+            [x[layout.LOAD_POS : layout.LOAD_POS + 3]]
+            + [x[o + layout.QUAD_POS : o + layout.QUAD_POS + 3] for o in quads]
+        )
+        q = np.vstack(
+            [x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4]]
+            + [x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] for o in quads]
+        )
         return p, q
 
     def health(self) -> BackendHealth:
@@ -185,9 +191,12 @@ class EmbeddedBackend:
         if not self.config.link.enabled:
             return {}
         stats = self.link_stats()
-        return {"link_sent_plans": stats.sent, "link_dropped_plans": stats.dropped,
-                "link_delay_mean_ms": 1e3 * stats.delay_mean_s,
-                "link_delay_max_ms": 1e3 * stats.delay_max_s}
+        return {
+            "link_sent_plans": stats.sent,
+            "link_dropped_plans": stats.dropped,
+            "link_delay_mean_ms": 1e3 * stats.delay_mean_s,
+            "link_delay_max_ms": 1e3 * stats.delay_max_s,
+        }
 
 
 def samples_from_states(t: np.ndarray, x: np.ndarray, tension: np.ndarray, n: int) -> WorldSamples:

@@ -67,8 +67,9 @@ def master_reachable(uri: str | None = None, timeout: float = 0.2) -> bool:
     """Whether something accepts connections at the master's address (cheap, never hangs)."""
     parsed = urlparse(uri or master_uri())
     try:
-        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 11311),
-                                      timeout=timeout):
+        with socket.create_connection(
+            (parsed.hostname or "localhost", parsed.port or 11311), timeout=timeout
+        ):
             return True
     except OSError:
         return False
@@ -78,8 +79,10 @@ def init_node(name: str) -> None:
     """Start this process's ROS node once (anonymous); refuse clearly without a master."""
     rospy = ros1.rospy()
     if not master_reachable(timeout=1.0):
-        raise ros1.RosFailure(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start one "
-                              "with `roscore` or `rosmaster --core`")
+        raise ros1.RosFailure(
+            f"no ROS master at {master_uri()} (ROS_MASTER_URI); start one "
+            "with `roscore` or `rosmaster --core`"
+        )
     if not rospy.core.is_initialized():
         rospy.init_node(name, anonymous=True, disable_signals=True)
 
@@ -186,16 +189,16 @@ class _Stream:
         out = []
         for k in range(1, len(rows[0])):
             values = np.array([r[k] for r in rows])
-            column = np.stack([np.interp(times, t, values[:, c]) for c in range(values.shape[1])],
-                              axis=-1)
+            column = np.stack([np.interp(times, t, values[:, c]) for c in range(values.shape[1])], axis=-1)
             if k == 2:  # the attitude
                 column /= np.linalg.norm(column, axis=-1, keepdims=True)
             out.append(column)
         return out
 
 
-def newest_common_stamp(load: _Stream, required: list[_Stream],
-                        optional: tuple[_Stream, ...] = ()) -> float | None:
+def newest_common_stamp(
+    load: _Stream, required: list[_Stream], optional: tuple[_Stream, ...] = ()
+) -> float | None:
     """The newest stamp of ``load`` that every ``required`` stream, and every ``optional`` one
     that has any row, has reached (None when there is none). Messages of one instant arrive
     over separate connections: the load's newest stamp may be a state period ahead of a
@@ -228,8 +231,10 @@ def load_jump(previous: tuple, row: tuple) -> str | None:
     speed_step = float(np.linalg.norm(v1 - v0))
     if off <= JUMP_M + JUMP_ACCEL * dt * dt and speed_step <= JUMP_SPEED + JUMP_ACCEL * dt:
         return None
-    return (f"the load jumped {np.linalg.norm(p1 - p0):.2f} m (speed {np.linalg.norm(v0):.2f} "
-            f"-> {np.linalg.norm(v1):.2f} m/s) in {1e3 * dt:.0f} ms at ROS time {row[0]:.2f} s")
+    return (
+        f"the load jumped {np.linalg.norm(p1 - p0):.2f} m (speed {np.linalg.norm(v0):.2f} "
+        f"-> {np.linalg.norm(v1):.2f} m/s) in {1e3 * dt:.0f} ms at ROS time {row[0]:.2f} s"
+    )
 
 
 class WorldObserver:
@@ -238,8 +243,7 @@ class WorldObserver:
     ``clock``: the world's newest ROS time (stamps are checked against it, ``_Stream``).
     ``jump`` says when the load was teleported (``load_jump``)."""
 
-    def __init__(self, config: Config, quad_names: list[str], clients: list[AgirosClient],
-                 clock=None):
+    def __init__(self, config: Config, quad_names: list[str], clients: list[AgirosClient], clock=None):
         rospy = ros1.rospy()
         m = ros1.messages()
         self.system = config.system
@@ -303,12 +307,13 @@ class WorldObserver:
         if any(q is None for q in quads):
             return WorldSamples.empty(self.n)
         tension = self.tension.at(times)
-        tension = tension[0] if tension is not None else np.tile(self.hover_tensions,
-                                                                 (len(times), 1))
+        tension = tension[0] if tension is not None else np.tile(self.hover_tensions, (len(times), 1))
         return WorldSamples(
             t=times - self.t0,
-            load_p=np.array([r[1] for r in rows]), load_q=np.array([r[2] for r in rows]),
-            load_v=np.array([r[3] for r in rows]), load_omega=np.array([r[4] for r in rows]),
+            load_p=np.array([r[1] for r in rows]),
+            load_q=np.array([r[2] for r in rows]),
+            load_v=np.array([r[3] for r in rows]),
+            load_omega=np.array([r[4] for r in rows]),
             uav_p=np.stack([q[0] for q in quads], axis=1),
             uav_q=np.stack([q[1] for q in quads], axis=1),
             uav_v=np.stack([q[2] for q in quads], axis=1),
@@ -321,29 +326,50 @@ class WorldObserver:
         """The system at ``latest_time()``."""
         t = self.latest_time()
         if t is None:
-            raise ros1.RosFailure("no load odometry and quadrotor states of one instant "
-                                  "received from the world yet")
+            raise ros1.RosFailure(
+                "no load odometry and quadrotor states of one instant received from the world yet"
+            )
         s = self.samples(t - 1e-9, t)
         if len(s) == 0:
             raise ros1.RosFailure("no quadrotor state received from the world yet")
         load_end = s.load_p[0] + self.rho @ quat_to_matrix(s.load_q[0]).T
-        uav_end = np.array([s.uav_p[0, i] + quat_to_matrix(s.uav_q[0, i]) @ self.attach[i]
-                            for i in range(self.n)])
+        uav_end = np.array(
+            [s.uav_p[0, i] + quat_to_matrix(s.uav_q[0, i]) @ self.attach[i] for i in range(self.n)]
+        )
         span = uav_end - load_end
         direction = span / np.linalg.norm(span, axis=1, keepdims=True)
-        return WorldState(t=float(s.t[0]), load_p=s.load_p[0], load_q=s.load_q[0],
-                          load_v=s.load_v[0], load_omega=s.load_omega[0], uav_p=s.uav_p[0],
-                          uav_q=s.uav_q[0], uav_v=s.uav_v[0], uav_omega=s.uav_omega[0],
-                          rotor_speeds=s.rotor_speeds[0], cable_tension=s.cable_tension[0],
-                          cable_dir=direction)
+        return WorldState(
+            t=float(s.t[0]),
+            load_p=s.load_p[0],
+            load_q=s.load_q[0],
+            load_v=s.load_v[0],
+            load_omega=s.load_omega[0],
+            uav_p=s.uav_p[0],
+            uav_q=s.uav_q[0],
+            uav_v=s.uav_v[0],
+            uav_omega=s.uav_omega[0],
+            rotor_speeds=s.rotor_speeds[0],
+            cable_tension=s.cable_tension[0],
+            cable_dir=direction,
+        )
 
     def close(self) -> None:
         for sub in self._subscribers:
             sub.unregister()
 
 
-WORLD_SECTIONS = ("system", "controller", "mismatch", "link", "imu", "aero", "wind", "ball",
-                  "battery", "ground")
+WORLD_SECTIONS = (
+    "system",
+    "controller",
+    "mismatch",
+    "link",
+    "imu",
+    "aero",
+    "wind",
+    "ball",
+    "battery",
+    "ground",
+)
 """Configuration sections the world simulates: an episode must use the world's."""
 WORLD_CHECK_S = 0.5
 """How often (wall s) the backend asks the master whether the world is still the one it
@@ -374,15 +400,23 @@ class GazeboBackend:
     deterministic = False
     """Wall-clock scheduling between processes decides when plans arrive."""
 
-    def __init__(self, config: Config, *, quad_names: list[str] | None = None,
-                 pilot_queue: str = "stock", timeout_s: float = 0.4,
-                 connect_timeout_s: float = 20.0, node_name: str = "cableload_backend"):
+    def __init__(
+        self,
+        config: Config,
+        *,
+        quad_names: list[str] | None = None,
+        pilot_queue: str = "stock",
+        timeout_s: float = 0.4,
+        connect_timeout_s: float = 20.0,
+        node_name: str = "cableload_backend",
+    ):
         if config.sensing.enabled:
             raise UsageError(
                 "sensing.enabled=true: the gazebo backend gives planners the world's published "
                 "states and models no motion capture; fly sensing on the embedded backend "
                 "(the world's onboard estimate is [imu], set in the world's and the episode's "
-                "configuration alike)")
+                "configuration alike)"
+            )
         self.config = config
         self.system = config.system
         self.planner_period_s = 1.0 / config.simulation.planner_rate_hz
@@ -395,8 +429,7 @@ class GazeboBackend:
         rospy = ros1.rospy()
         m = ros1.messages()
         self.pilot_queue = pilot_queue
-        self.clients = [AgirosClient(name, pilot_queue, self.planner_period_s)
-                        for name in self.names]
+        self.clients = [AgirosClient(name, pilot_queue, self.planner_period_s) for name in self.names]
         self._clock_cond = threading.Condition()
         self.clock: float | None = None
         self._clock_wall = time.monotonic()
@@ -413,16 +446,25 @@ class GazeboBackend:
         """(ROS time, quadrotor, command, sender) of pilot commands from other nodes."""
         for i, (client, name) in enumerate(zip(self.clients, self.names)):
             client.on_telemetry = self._telemetry_callback(i)
-            self._subscribers.append(rospy.Subscriber(
-                ros1.TRAJECTORY_TOPIC.format(quad=name), m.Reference, self._reference_callback(i),
-                queue_size=50))
-            for command, topic, cls in (("off", ros1.OFF_TOPIC, m.Empty),
-                                        ("land", ros1.LAND_TOPIC, m.Empty),
-                                        ("force_hover", ros1.FORCE_HOVER_TOPIC, m.Empty),
-                                        ("enable", ros1.ENABLE_TOPIC, m.Bool)):
-                self._subscribers.append(rospy.Subscriber(
-                    topic.format(quad=name), cls, self._command_callback(name, command),
-                    queue_size=10))
+            self._subscribers.append(
+                rospy.Subscriber(
+                    ros1.TRAJECTORY_TOPIC.format(quad=name),
+                    m.Reference,
+                    self._reference_callback(i),
+                    queue_size=50,
+                )
+            )
+            for command, topic, cls in (
+                ("off", ros1.OFF_TOPIC, m.Empty),
+                ("land", ros1.LAND_TOPIC, m.Empty),
+                ("force_hover", ros1.FORCE_HOVER_TOPIC, m.Empty),
+                ("enable", ros1.ENABLE_TOPIC, m.Bool),
+            ):
+                self._subscribers.append(
+                    rospy.Subscriber(
+                        topic.format(quad=name), cls, self._command_callback(name, command), queue_size=10
+                    )
+                )
         self._clock_sub = rospy.Subscriber("/clock", m.Clock, self._on_clock, queue_size=10)
         self.pub_horizon = rospy.Publisher(ros1.LOAD_HORIZON_TOPIC, m.Reference, queue_size=2)
         self._failure: str | None = None
@@ -451,8 +493,11 @@ class GazeboBackend:
             if self._clock_source is None:
                 self._clock_source = source
             elif source is not None and source != self._clock_source and self._failure is None:
-                self._fail("world_replaced", f"/clock now comes from {source}, no longer from "
-                           f"{self._clock_source}: another world took over the ROS graph")
+                self._fail(
+                    "world_replaced",
+                    f"/clock now comes from {source}, no longer from "
+                    f"{self._clock_source}: another world took over the ROS graph",
+                )
             self._clock_cond.notify_all()
 
     def _fail(self, status: str, message: str) -> None:
@@ -477,8 +522,7 @@ class GazeboBackend:
                     # connections between nodes outlive the master: ask it directly
                     self._master_checked = now
                     if not master_reachable(timeout=0.1):
-                        self._fail("backend_failed",
-                                   f"ROS master at {master_uri()} stopped answering")
+                        self._fail("backend_failed", f"ROS master at {master_uri()} stopped answering")
                         return False
                 if now - self._world_checked > WORLD_CHECK_S:
                     self._world_checked = now
@@ -498,19 +542,26 @@ class GazeboBackend:
     def _clock_stopped(self, silent_s: float, what: str) -> None:
         source = self._clock_source or ros1.WORLD_NODE
         if self.clock is not None and ros1.node_answers(source):
-            self._fail("clock_stalled",
-                       f"the world's clock has stood at {self.clock:.3f} s for {silent_s:.2f} s "
-                       f"of wall time while {what}, its node {source} alive (paused?)")
+            self._fail(
+                "clock_stalled",
+                f"the world's clock has stood at {self.clock:.3f} s for {silent_s:.2f} s "
+                f"of wall time while {what}, its node {source} alive (paused?)",
+            )
         else:
-            self._fail("backend_failed",
-                       f"no /clock from the world for {silent_s:.2f} s while {what} (its node "
-                       f"{source} does not answer: the world stopped or is unreachable)")
+            self._fail(
+                "backend_failed",
+                f"no /clock from the world for {silent_s:.2f} s while {what} (its node "
+                f"{source} does not answer: the world stopped or is unreachable)",
+            )
 
     def _clock_went_back(self) -> None:
         before, after = self._clock_back
         self._check_world_instance()
-        self._fail("world_reset", f"the world's clock went back from {before:.3f} s to "
-                   f"{after:.3f} s (the simulation was reset or restarted)")
+        self._fail(
+            "world_reset",
+            f"the world's clock went back from {before:.3f} s to "
+            f"{after:.3f} s (the simulation was reset or restarted)",
+        )
 
     def _check_world_instance(self) -> None:
         """``world_replaced`` when ``cableload world`` says it is another instance than the one
@@ -519,9 +570,11 @@ class GazeboBackend:
             return
         info = ros1.world_info()
         if info is not None and info.get("instance") != self.world.get("instance"):
-            self._fail("world_replaced",
-                       f"another `cableload world` (pid {info.get('pid')}) replaced the one this "
-                       f"episode started with (pid {self.world.get('pid')})")
+            self._fail(
+                "world_replaced",
+                f"another `cableload world` (pid {info.get('pid')}) replaced the one this "
+                f"episode started with (pid {self.world.get('pid')})",
+            )
 
     def _wait_first_clock(self) -> None:
         """Wait (up to ``SETUP_TIMEOUT_S``, the master checked meanwhile) for the world's first
@@ -566,8 +619,12 @@ class GazeboBackend:
 
     def _telemetry_callback(self, i: int):
         def on_telemetry(msg):
-            self.watches[i].telemetry(msg.header.stamp.to_sec(), msg.bridge_armed.data,
-                                      msg.num_references_in_queue, msg.reference_left_duration)
+            self.watches[i].telemetry(
+                msg.header.stamp.to_sec(),
+                msg.bridge_armed.data,
+                msg.num_references_in_queue,
+                msg.reference_left_duration,
+            )
 
         return on_telemetry
 
@@ -577,23 +634,30 @@ class GazeboBackend:
         for t, name, command, sender in self.overrides:
             if t >= self.t0:
                 status = "uav_off" if command in ("off", "enable false") else "pilot_override"
-                return status, (f"{name}'s pilot was sent `{command}` by {sender} at ROS time "
-                                f"{t:.2f} s, outside the episode")
+                return status, (
+                    f"{name}'s pilot was sent `{command}` by {sender} at ROS time "
+                    f"{t:.2f} s, outside the episode"
+                )
         for name, watch in zip(self.names, self.watches):
             why = watch.overridden(self.clock or 0.0)
             if why is not None:
                 return "pilot_override", f"{name}'s pilot {why}, not from the episode's planner"
-        off = [(name, w.disarmed_at) for name, w in zip(self.names, self.watches)
-               if w.disarmed_at is not None]
+        off = [
+            (name, w.disarmed_at) for name, w in zip(self.names, self.watches) if w.disarmed_at is not None
+        ]
         if off:
-            if len(off) == len(self.names) and max(t for _, t in off) - min(t for _, t in off) \
-                    <= UAV_OFF_GRACE_S:
-                return "world_reset", (f"every pilot disarmed at once (ROS time {off[0][1]:.2f} "
-                                       "s): the world was reset")
+            if (
+                len(off) == len(self.names)
+                and max(t for _, t in off) - min(t for _, t in off) <= UAV_OFF_GRACE_S
+            ):
+                return "world_reset", (
+                    f"every pilot disarmed at once (ROS time {off[0][1]:.2f} s): the world was reset"
+                )
             if self.clock is not None and self.clock - min(t for _, t in off) >= UAV_OFF_GRACE_S:
                 names = ", ".join(name for name, _ in off)
-                return "uav_off", (f"{names} switched off or disarmed outside the episode "
-                                   f"(ROS time {off[0][1]:.2f} s)")
+                return "uav_off", (
+                    f"{names} switched off or disarmed outside the episode (ROS time {off[0][1]:.2f} s)"
+                )
         for name, watch in zip(self.names, self.watches):
             why = watch.refusing()
             if why is not None:
@@ -607,8 +671,10 @@ class GazeboBackend:
         try:
             rospy.wait_for_service(name, timeout=self.connect_timeout_s)
         except rospy.ROSException:
-            raise ros1.RosFailure(f"no world answers {name} within {self.connect_timeout_s:g} s "
-                                  "(start Gazebo or `cableload world`)") from None
+            raise ros1.RosFailure(
+                f"no world answers {name} within {self.connect_timeout_s:g} s "
+                "(start Gazebo or `cableload world`)"
+            ) from None
         return rospy.ServiceProxy(name, cls)
 
     def _wait(self, condition, seconds: float, what: str) -> None:
@@ -627,20 +693,29 @@ class GazeboBackend:
             published = {topic for topic, _ in ros1.rospy().get_published_topics()}
             state = ros1.STATE_TOPIC.format(quad=f"quad{len(self.names) + 1}")
             if state in published:
-                raise EpisodeAborted("system_mismatch", f"the world publishes {state}: it "
-                                     f"flies more than this episode's {len(self.names)} "
-                                     "quadrotors (--uavs)")
+                raise EpisodeAborted(
+                    "system_mismatch",
+                    f"the world publishes {state}: it "
+                    f"flies more than this episode's {len(self.names)} "
+                    "quadrotors (--uavs)",
+                )
             return
         names = info.get("quad_names")
         if names != list(self.names):
-            raise EpisodeAborted("system_mismatch", f"the world flies {len(names or [])} "
-                                 f"quadrotors ({', '.join(names or [])}), this episode "
-                                 f"{len(self.names)} ({', '.join(self.names)}): give both the "
-                                 "same --uavs")
+            raise EpisodeAborted(
+                "system_mismatch",
+                f"the world flies {len(names or [])} "
+                f"quadrotors ({', '.join(names or [])}), this episode "
+                f"{len(self.names)} ({', '.join(self.names)}): give both the "
+                "same --uavs",
+            )
         if info.get("pilot_queue") not in (None, self.pilot_queue):
-            raise EpisodeAborted("system_mismatch", f"the world's pilots run the "
-                                 f"{info['pilot_queue']} queue, this episode sends for "
-                                 f"{self.pilot_queue} (--pilot-queue)")
+            raise EpisodeAborted(
+                "system_mismatch",
+                f"the world's pilots run the "
+                f"{info['pilot_queue']} queue, this episode sends for "
+                f"{self.pilot_queue} (--pilot-queue)",
+            )
         world_config = info.get("config") or {}
         ours = dataclasses.asdict(self.config)
         for section in WORLD_SECTIONS:
@@ -648,22 +723,28 @@ class GazeboBackend:
                 differs = config_differences(ours[section], world_config[section], section)
                 if differs:
                     raise EpisodeAborted(
-                        "system_mismatch", "the world simulates another configuration than "
+                        "system_mismatch",
+                        "the world simulates another configuration than "
                         f"this episode's: {'; '.join(differs[:3])}"
                         f"{f' (and {len(differs) - 3} more)' if len(differs) > 3 else ''}; give "
-                        "the world and the episode the same --config and --set")
+                        "the world and the episode the same --config and --set",
+                    )
         for watch in self.watches:
-            watch.settle_s = max(watch.settle_s, float(
-                world_config.get("link", {}).get("delay_max_s", 0.0)) + 0.02)
+            watch.settle_s = max(
+                watch.settle_s, float(world_config.get("link", {}).get("delay_max_s", 0.0)) + 0.02
+            )
 
     def reset(self, scenario: Scenario) -> WorldState:
         if scenario.disturbance is not None:
-            raise UsageError("the gazebo backend cannot apply a load wrench disturbance; "
-                             "fly without --disturbance")
+            raise UsageError(
+                "the gazebo backend cannot apply a load wrench disturbance; fly without --disturbance"
+            )
         if scenario.on_ground:
-            raise UsageError("the gazebo backend starts the system in hover (its model is set "
-                             "to the start pose in the air); fly --from-ground on the embedded "
-                             "backend")
+            raise UsageError(
+                "the gazebo backend starts the system in hover (its model is set "
+                "to the start pose in the air); fly --from-ground on the embedded "
+                "backend"
+            )
         m = ros1.messages()
         self._failure = None
         pause = self._service(ros1.PAUSE_PHYSICS, m.EmptyService)
@@ -671,22 +752,29 @@ class GazeboBackend:
         set_state = self._service(ros1.SET_MODEL_STATE, m.SetModelState)
         self._check_world()
         pause()
-        request = m.ModelState(model_name=ros1.MODEL_NAME,
-                               pose=ros1.pose(scenario.load_p, scenario.load_q),
-                               twist=ros1.twist((0, 0, 0), (0, 0, 0)), reference_frame="world")
+        request = m.ModelState(
+            model_name=ros1.MODEL_NAME,
+            pose=ros1.pose(scenario.load_p, scenario.load_q),
+            twist=ros1.twist((0, 0, 0), (0, 0, 0)),
+            reference_frame="world",
+        )
         answer = set_state(request)
         if not answer.success:
-            raise ros1.RosFailure(f"{ros1.SET_MODEL_STATE} refused the start pose: "
-                                  f"{answer.status_message}")
+            raise ros1.RosFailure(f"{ros1.SET_MODEL_STATE} refused the start pose: {answer.status_message}")
         unpause()
-        self._wait(lambda: all(c.connected() for c in self.clients) and self.observer.ready(),
-                   self.connect_timeout_s, "every pilot's state, trajectory subscriber and the "
-                   "load's odometry")
+        self._wait(
+            lambda: all(c.connected() for c in self.clients) and self.observer.ready(),
+            self.connect_timeout_s,
+            "every pilot's state, trajectory subscriber and the load's odometry",
+        )
         for client in self.clients:
             client.reset_queue()
             client.enable(True)
-        self._wait(lambda: all(c.telemetry is not None and c.telemetry.bridge_armed.data
-                               for c in self.clients), self.connect_timeout_s, "the pilots to arm")
+        self._wait(
+            lambda: all(c.telemetry is not None and c.telemetry.bridge_armed.data for c in self.clients),
+            self.connect_timeout_s,
+            "the pilots to arm",
+        )
         for client in self.clients:
             client.command("start")
             client.command("force_hover")
@@ -740,8 +828,7 @@ class GazeboBackend:
                 still_since = self.clock
             elif self.clock - still_since >= still_for:
                 return
-            if not self._wait_clock(self.clock + 0.02, "the quadrotors settled",
-                                    SETUP_TIMEOUT_S):
+            if not self._wait_clock(self.clock + 0.02, "the quadrotors settled", SETUP_TIMEOUT_S):
                 raise ros1.RosFailure(self._failure)
         raise ros1.RosFailure("the quadrotors did not settle in hover within 30 s of world time")
 
@@ -763,20 +850,21 @@ class GazeboBackend:
         if not 0 <= uav < len(self.clients):
             raise IndexError(f"uav index {uav} out of range for {len(self.clients)} quadrotors")
         if not trajectory.is_finite() or np.any(np.diff(trajectory.t) <= 0.0):
-            raise ValueError(f"plan for uav {uav}: non-finite values or node times that do not "
-                             "increase; not sent")
+            raise ValueError(
+                f"plan for uav {uav}: non-finite values or node times that do not increase; not sent"
+            )
         if self._failure is None:
             self.clients[uav].send(trajectory, self.t0, now=self.clock)
 
-    def publish_reference(self, reference, t: float, horizon_s: float = 2.5,
-                          lead_s: float = 0.2, step_s: float = 0.02) -> None:
+    def publish_reference(
+        self, reference, t: float, horizon_s: float = 2.5, lead_s: float = 0.2, step_s: float = 0.02
+    ) -> None:
         """Publish the load reference over ``[t - lead_s, t + horizon_s]`` (episode times) for
         planner nodes (``/cableload/load/reference_horizon``); the lead covers what the
         formation prior's finite differences look back. ``close`` publishes an empty one: the
         episode is over."""
         times = t + np.arange(-lead_s, horizon_s + 1e-9, step_s)
-        self.pub_horizon.publish(ros1.load_setpoints_message(t, times, reference.sample(times),
-                                                             self.t0))
+        self.pub_horizon.publish(ros1.load_setpoints_message(t, times, reference.sample(times), self.t0))
 
     def advance(self) -> WorldSamples:
         if self._unpause is not None:  # the first plans are out: the world runs again
@@ -786,8 +874,9 @@ class GazeboBackend:
                 self._clock_wall = time.monotonic()  # its clock stood still on purpose
         self._period_end += self.planner_period_s
         if self._failure is None and self._wait_clock(
-                self._period_end - ros1.DECISION_EPS * self.planner_period_s,
-                "waiting for the planner period to end"):
+            self._period_end - ros1.DECISION_EPS * self.planner_period_s,
+            "waiting for the planner period to end",
+        ):
             self._wait_state(self._period_end)
         t_to = min(self.observer.latest_time() or self._last_sample, self._period_end)
         samples = self.observer.samples(self._last_sample, t_to)
@@ -801,18 +890,25 @@ class GazeboBackend:
     def health(self) -> BackendHealth:
         status, message = self._failure_status, self._failure
         if message is None and self.observer.jump is not None:
-            status, message = "world_reset", (f"{self.observer.jump}: the world was reset or "
-                                              "the system moved by hand")
+            status, message = (
+                "world_reset",
+                (f"{self.observer.jump}: the world was reset or the system moved by hand"),
+            )
         if message is None:
             status, message = self._pilot_problem() or (status, None)
         rejected = sum(w.rejected for w in self.watches)
-        return BackendHealth(ok=message is None, messages=[message] if message else [],
-                             status=status, rejected_plans=rejected,
-                             extra={"plans_sent": sum(c.sent for c in self.clients),
-                                    "pilot_rejections": rejected},
-                             metrics={"references_seen": sum(w.seen for w in self.watches),
-                                      "stamps_dropped": self.observer.stamps_dropped,
-                                      **self._latency()})
+        return BackendHealth(
+            ok=message is None,
+            messages=[message] if message else [],
+            status=status,
+            rejected_plans=rejected,
+            extra={"plans_sent": sum(c.sent for c in self.clients), "pilot_rejections": rejected},
+            metrics={
+                "references_seen": sum(w.seen for w in self.watches),
+                "stamps_dropped": self.observer.stamps_dropped,
+                **self._latency(),
+            },
+        )
 
     def _latency(self) -> dict:
         """How long after it is made a plan of this backend's planner takes effect: a stock
@@ -822,8 +918,7 @@ class GazeboBackend:
         have their own clients (``cableload node`` reports its margin)."""
         if self.planner_nodes:
             return {}
-        return {"plan_latency_s": self.clients[0].margin_s if self.pilot_queue == "stock"
-                else 0.0}
+        return {"plan_latency_s": self.clients[0].margin_s if self.pilot_queue == "stock" else 0.0}
 
     def close(self) -> None:
         if self._unpause is not None:  # ended before its first advance: leave the world running
@@ -832,13 +927,15 @@ class GazeboBackend:
             except Exception:  # noqa: BLE001 - a world that is gone is not paused either
                 pass
             self._unpause = None
-        if self._failure is None or self._failure_status not in ("backend_failed",
-                                                                 "world_replaced"):
+        if self._failure is None or self._failure_status not in ("backend_failed", "world_replaced"):
             # an empty reference horizon stops planner nodes; a plan one of them had already
             # sent lands within a planner period, before the pilots are told to hover (after,
             # it would set them tracking again)
-            self.pub_horizon.publish(ros1.messages().Reference(header=ros1.header(
-                self.clock or 0.0, frame="load_reference"), points=[]))
+            self.pub_horizon.publish(
+                ros1.messages().Reference(
+                    header=ros1.header(self.clock or 0.0, frame="load_reference"), points=[]
+                )
+            )
             if self.clock is not None and self._failure is None:
                 self._wait_clock(self.clock + self.planner_period_s, "the episode ended")
             for client in self.clients:
@@ -861,14 +958,17 @@ def config_differences(ours, theirs, path: str) -> list[str]:
         for key in sorted(set(ours) | set(theirs)):
             out += config_differences(ours.get(key), theirs.get(key), f"{path}.{key}")
         return out
-    if isinstance(ours, (list, tuple)) and isinstance(theirs, (list, tuple)) \
-            and len(ours) == len(theirs):
+    if isinstance(ours, (list, tuple)) and isinstance(theirs, (list, tuple)) and len(ours) == len(theirs):
         out = []
         for k, (a, b) in enumerate(zip(ours, theirs)):
             out += config_differences(a, b, f"{path}[{k}]")
         return out
-    if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) \
-            and not isinstance(ours, bool) and not isinstance(theirs, bool):
+    if (
+        isinstance(ours, (int, float))
+        and isinstance(theirs, (int, float))
+        and not isinstance(ours, bool)
+        and not isinstance(theirs, bool)
+    ):
         if math.isclose(float(ours), float(theirs), rel_tol=1e-9, abs_tol=1e-12):
             return []
     elif ours == theirs:

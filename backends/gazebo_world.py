@@ -177,8 +177,9 @@ def body_mass_properties(quad: QuadrotorParams) -> tuple[float, np.ndarray]:
     the configured quadrotor less its four rotor links."""
     positions = quad.rotor.rotor_positions()
     mass = quad.mass - 4.0 * ROTOR_MASS
-    inertia = quad.inertia_matrix() - sum(rotor_inertia() + _point_mass_inertia(ROTOR_MASS, d)
-                                          for d in positions)
+    inertia = quad.inertia_matrix() - sum(
+        rotor_inertia() + _point_mass_inertia(ROTOR_MASS, d) for d in positions
+    )
     if mass <= 0.0 or np.linalg.eigvalsh(inertia).min() <= 0.0:
         raise UsageError(
             f"quadrotor mass {quad.mass!r} kg and inertia {list(quad.inertia)!r} kg m^2 are too small "
@@ -210,7 +211,8 @@ def rigid_cable_hover(system: SystemParams):
     """Hover state of ``system`` in the load's frame (load level at the origin) with inextensible
     cables (``statics.hover_state`` with infinite stiffness)."""
     rigid = dataclasses.replace(
-        system, cables=tuple(dataclasses.replace(c, stiffness=math.inf) for c in system.cables))
+        system, cables=tuple(dataclasses.replace(c, stiffness=math.inf) for c in system.cables)
+    )
     return hover_state(rigid, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
 
 
@@ -244,13 +246,20 @@ def _inertial(link: ET.Element, mass: float, inertia: np.ndarray, position=None)
         _element(inertial, "pose", _pose(position))
     _element(inertial, "mass", mass)
     block = _element(inertial, "inertia")
-    for tag, (r, c) in (("ixx", (0, 0)), ("ixy", (0, 1)), ("ixz", (0, 2)),
-                        ("iyy", (1, 1)), ("iyz", (1, 2)), ("izz", (2, 2))):
+    for tag, (r, c) in (
+        ("ixx", (0, 0)),
+        ("ixy", (0, 1)),
+        ("ixz", (0, 2)),
+        ("iyy", (1, 1)),
+        ("iyz", (1, 2)),
+        ("izz", (2, 2)),
+    ):
         _element(block, tag, float(inertia[r, c]))
 
 
-def _shape(parent: ET.Element, kind: str, name: str, geometry: tuple, pose=None,
-           color: str | None = None) -> None:
+def _shape(
+    parent: ET.Element, kind: str, name: str, geometry: tuple, pose=None, color: str | None = None
+) -> None:
     """A visual or collision ``kind`` with ``geometry`` = (tag, {child: text})."""
     element = _element(parent, kind, name=name)
     if pose is not None:
@@ -285,16 +294,26 @@ def _odometry_params(namespace: str, link: str, odometry_topic: str) -> dict:
     beside = f"{folder}/" if folder else ""
     zero = "0 0 0"
     return {
-        "robotNamespace": namespace, "linkName": link,
-        "poseTopic": f"{beside}pose", "poseWithCovarianceTopic": f"{beside}pose_with_covariance",
-        "positionTopic": f"{beside}position", "transformTopic": f"{beside}transform",
+        "robotNamespace": namespace,
+        "linkName": link,
+        "poseTopic": f"{beside}pose",
+        "poseWithCovarianceTopic": f"{beside}pose_with_covariance",
+        "positionTopic": f"{beside}position",
+        "transformTopic": f"{beside}transform",
         "odometryTopic": odometry_topic,
-        "parentFrameId": "world", "childFrameId": link,
-        "measurementDivisor": "1", "measurementDelay": "0", "unknownDelay": 0.0,
-        "noiseNormalPosition": zero, "noiseNormalQuaternion": zero,
-        "noiseNormalLinearVelocity": zero, "noiseNormalAngularVelocity": zero,
-        "noiseUniformPosition": zero, "noiseUniformQuaternion": zero,
-        "noiseUniformLinearVelocity": zero, "noiseUniformAngularVelocity": zero,
+        "parentFrameId": "world",
+        "childFrameId": link,
+        "measurementDivisor": "1",
+        "measurementDelay": "0",
+        "unknownDelay": 0.0,
+        "noiseNormalPosition": zero,
+        "noiseNormalQuaternion": zero,
+        "noiseNormalLinearVelocity": zero,
+        "noiseNormalAngularVelocity": zero,
+        "noiseUniformPosition": zero,
+        "noiseUniformQuaternion": zero,
+        "noiseUniformLinearVelocity": zero,
+        "noiseUniformAngularVelocity": zero,
     }
 
 
@@ -310,8 +329,7 @@ def _add_environment(world: ET.Element, config: Config, system: SystemParams) ->
     _element(solver, "iters", str(ODE_ITERATIONS))
     _element(solver, "sor", 1.3)
     # one per world: bridges every RotorS plugin's Gazebo topics to ROS
-    _element(world, "plugin", name="ros_interface_plugin",
-             filename=f"{PLUGIN_PREFIX}ros_interface_plugin.so")
+    _element(world, "plugin", name="ros_interface_plugin", filename=f"{PLUGIN_PREFIX}ros_interface_plugin.so")
     sun = _element(world, "light", name="sun", type="directional")
     _element(sun, "cast_shadows", "true")
     _element(sun, "pose", _pose((0.0, 0.0, 10.0)))
@@ -333,14 +351,25 @@ def _add_load(model: ET.Element, system: SystemParams, hover) -> None:
     _shape(link, "collision", "collision", _box(load.size))
     _shape(link, "visual", "visual", _box(load.size), color="0.55 0.35 0.2 1")
     for i, rho in enumerate(system.attachment_array()):
-        _shape(link, "visual", f"attachment_{i + 1}", ("sphere", {"radius": _num(0.015)}),
-               pose=_pose(rho), color="0.9 0.1 0.1 1")
-    _plugin(model, "load_odometry", f"{PLUGIN_PREFIX}odometry_plugin.so",
-            _odometry_params(LOAD_NAMESPACE, LOAD_LINK, LOAD_ODOMETRY))
+        _shape(
+            link,
+            "visual",
+            f"attachment_{i + 1}",
+            ("sphere", {"radius": _num(0.015)}),
+            pose=_pose(rho),
+            color="0.9 0.1 0.1 1",
+        )
+    _plugin(
+        model,
+        "load_odometry",
+        f"{PLUGIN_PREFIX}odometry_plugin.so",
+        _odometry_params(LOAD_NAMESPACE, LOAD_LINK, LOAD_ODOMETRY),
+    )
 
 
-def _add_quadrotor(model: ET.Element, quad: QuadrotorParams, namespace: str, position,
-                   rotation: np.ndarray) -> None:
+def _add_quadrotor(
+    model: ET.Element, quad: QuadrotorParams, namespace: str, position, rotation: np.ndarray
+) -> None:
     body = base_link(namespace)
     mass, inertia = body_mass_properties(quad)
     link = _element(model, "link", name=body)
@@ -350,8 +379,14 @@ def _add_quadrotor(model: ET.Element, quad: QuadrotorParams, namespace: str, pos
     _shape(link, "visual", "visual", _box(BODY_SIZE), color="0.2 0.2 0.2 1")
     arm = 2.0 * quad.rotor.arm_length
     for name, yaw in (("arm_a", math.pi / 4.0), ("arm_b", -math.pi / 4.0)):
-        _shape(link, "visual", name, _box((arm, 0.015, 0.01)),
-               pose=f"0 0 0 0 0 {_num(yaw)}", color="0.2 0.2 0.2 1")
+        _shape(
+            link,
+            "visual",
+            name,
+            _box((arm, 0.015, 0.01)),
+            pose=f"0 0 0 0 0 {_num(yaw)}",
+            color="0.2 0.2 0.2 1",
+        )
 
     rotor = quad.rotor
     moment_constant = rotor.torque_coeff / rotor.thrust_coeff
@@ -361,8 +396,7 @@ def _add_quadrotor(model: ET.Element, quad: QuadrotorParams, namespace: str, pos
         _inertial(link, ROTOR_MASS, rotor_inertia())
         disc = _cylinder(ROTOR_RADIUS, 0.005)
         _shape(link, "collision", "collision", disc)
-        _shape(link, "visual", "visual", disc, color="0.8 0.1 0.1 0.6" if m in (0, 2) else
-               "0.1 0.1 0.8 0.6")
+        _shape(link, "visual", "visual", disc, color="0.8 0.1 0.1 0.6" if m in (0, 2) else "0.1 0.1 0.8 0.6")
         joint = _element(model, "joint", name=rotor_joint(namespace, m), type="revolute")
         _element(joint, "parent", body)
         _element(joint, "child", rotor_link(namespace, m))
@@ -373,39 +407,65 @@ def _add_quadrotor(model: ET.Element, quad: QuadrotorParams, namespace: str, pos
         _element(limit, "upper", 1e16)
         # RotorS: drag torque = -turningDirection * thrust * momentConstant about the rotor axis,
         # with cw = -1, so a rotor whose torque acts along +z (spin +1) turns clockwise
-        _plugin(model, f"{namespace}_rotor_{m}_motor_model", f"{PLUGIN_PREFIX}motor_model.so", {
+        _plugin(
+            model,
+            f"{namespace}_rotor_{m}_motor_model",
+            f"{PLUGIN_PREFIX}motor_model.so",
+            {
+                "robotNamespace": namespace,
+                "jointName": rotor_joint(namespace, m),
+                "linkName": rotor_link(namespace, m),
+                "turningDirection": "cw" if spin > 0 else "ccw",
+                "motorType": "velocity",
+                "timeConstantUp": rotor.time_constant,
+                "timeConstantDown": rotor.time_constant,
+                "maxRotVelocity": rotor.speed_max,
+                "motorConstant": rotor.thrust_coeff,
+                "momentConstant": moment_constant,
+                "commandSubTopic": MOTOR_COMMAND_GAZEBO_TOPIC,
+                "motorNumber": str(m),
+                "rotorDragCoefficient": ROTOR_DRAG_COEFFICIENT,
+                "rollingMomentCoefficient": ROLLING_MOMENT_COEFFICIENT,
+                "motorSpeedPubTopic": f"motor_speed/{m}",
+                "rotorVelocitySlowdownSim": ROTOR_VELOCITY_SLOWDOWN_SIM,
+            },
+        )
+
+    _plugin(
+        model,
+        f"{namespace}_multirotor_base_plugin",
+        f"{PLUGIN_PREFIX}multirotor_base_plugin.so",
+        {
             "robotNamespace": namespace,
-            "jointName": rotor_joint(namespace, m),
-            "linkName": rotor_link(namespace, m),
-            "turningDirection": "cw" if spin > 0 else "ccw",
-            "motorType": "velocity",
-            "timeConstantUp": rotor.time_constant,
-            "timeConstantDown": rotor.time_constant,
-            "maxRotVelocity": rotor.speed_max,
-            "motorConstant": rotor.thrust_coeff,
-            "momentConstant": moment_constant,
-            "commandSubTopic": MOTOR_COMMAND_GAZEBO_TOPIC,
-            "motorNumber": str(m),
-            "rotorDragCoefficient": ROTOR_DRAG_COEFFICIENT,
-            "rollingMomentCoefficient": ROLLING_MOMENT_COEFFICIENT,
-            "motorSpeedPubTopic": f"motor_speed/{m}",
+            "linkName": body,
             "rotorVelocitySlowdownSim": ROTOR_VELOCITY_SLOWDOWN_SIM,
-        })
+        },
+    )
+    _plugin(
+        model,
+        f"{namespace}_controller_interface",
+        f"{PLUGIN_PREFIX}controller_interface.so",
+        {
+            "robotNamespace": namespace,
+            "commandMotorSpeedSubTopic": MOTOR_COMMAND_TOPIC,
+            "motorSpeedCommandPubTopic": MOTOR_COMMAND_GAZEBO_TOPIC,
+        },
+    )
+    _plugin(
+        model,
+        f"{namespace}_imu",
+        f"{PLUGIN_PREFIX}imu_plugin.so",
+        {"robotNamespace": namespace, "linkName": body, "imuTopic": IMU_TOPIC, **IMU_NOISE},
+    )
+    _plugin(
+        model,
+        f"{namespace}_odometry",
+        f"{PLUGIN_PREFIX}odometry_plugin.so",
+        _odometry_params(namespace, body, QUAD_ODOMETRY_TOPIC),
+    )
 
-    _plugin(model, f"{namespace}_multirotor_base_plugin", f"{PLUGIN_PREFIX}multirotor_base_plugin.so",
-            {"robotNamespace": namespace, "linkName": body,
-             "rotorVelocitySlowdownSim": ROTOR_VELOCITY_SLOWDOWN_SIM})
-    _plugin(model, f"{namespace}_controller_interface", f"{PLUGIN_PREFIX}controller_interface.so",
-            {"robotNamespace": namespace, "commandMotorSpeedSubTopic": MOTOR_COMMAND_TOPIC,
-             "motorSpeedCommandPubTopic": MOTOR_COMMAND_GAZEBO_TOPIC})
-    _plugin(model, f"{namespace}_imu", f"{PLUGIN_PREFIX}imu_plugin.so",
-            {"robotNamespace": namespace, "linkName": body, "imuTopic": IMU_TOPIC, **IMU_NOISE})
-    _plugin(model, f"{namespace}_odometry", f"{PLUGIN_PREFIX}odometry_plugin.so",
-            _odometry_params(namespace, body, QUAD_ODOMETRY_TOPIC))
 
-
-def _add_cable(model: ET.Element, system: SystemParams, i: int, hover, segments: int,
-               namespace: str) -> None:
+def _add_cable(model: ET.Element, system: SystemParams, i: int, hover, segments: int, namespace: str) -> None:
     length = system.cables[i].length
     quad = system.quadrotors[i]
     R_load = quat_to_matrix(hover.load_q)
@@ -414,8 +474,10 @@ def _add_cable(model: ET.Element, system: SystemParams, i: int, hover, segments:
     quad_end = hover.uav_p[i] + R_quad @ np.asarray(quad.attachment)
     span = float(np.linalg.norm(quad_end - load_end))
     if abs(span - length) > 1e-9:
-        raise RuntimeError(f"cable {i + 1}: hover ends {span!r} m apart, expected its length "
-                           f"{length!r} m (rigid-cable hover)")
+        raise RuntimeError(
+            f"cable {i + 1}: hover ends {span!r} m apart, expected its length "
+            f"{length!r} m (rigid-cable hover)"
+        )
     direction = (quad_end - load_end) / span
     rotation = _rotation_with_z(direction)
     piece = length / segments
@@ -424,8 +486,14 @@ def _add_cable(model: ET.Element, system: SystemParams, i: int, hover, segments:
         link = _element(model, "link", name=cable_link(i, k))
         _element(link, "pose", _pose(load_end + k * piece * direction, rotation))
         _inertial(link, mass, _segment_inertia(mass, piece), position=(0.0, 0.0, 0.5 * piece))
-        _shape(link, "visual", "visual", _cylinder(CABLE_RADIUS, piece),
-               pose=_pose((0.0, 0.0, 0.5 * piece)), color="0.9 0.9 0.1 1")
+        _shape(
+            link,
+            "visual",
+            "visual",
+            _cylinder(CABLE_RADIUS, piece),
+            pose=_pose((0.0, 0.0, 0.5 * piece)),
+            color="0.9 0.9 0.1 1",
+        )
     for k in range(segments + 1):
         joint = _element(model, "joint", name=cable_joint(i, k), type="ball")
         _element(joint, "parent", LOAD_LINK if k == 0 else cable_link(i, k - 1))
@@ -434,8 +502,9 @@ def _add_cable(model: ET.Element, system: SystemParams, i: int, hover, segments:
             _element(joint, "pose", _pose(quad.attachment))
 
 
-def world_sdf(config: Config, cable_segments: int = DEFAULT_CABLE_SEGMENTS,
-              load_position=DEFAULT_LOAD_POSITION) -> str:
+def world_sdf(
+    config: Config, cable_segments: int = DEFAULT_CABLE_SEGMENTS, load_position=DEFAULT_LOAD_POSITION
+) -> str:
     """The SDF world (text) of ``config``'s simulated system hovering around a level load at
     ``load_position`` (m, world), each cable a chain of ``cable_segments`` links."""
     if isinstance(cable_segments, bool) or not isinstance(cable_segments, int) or cable_segments < 1:
@@ -448,9 +517,12 @@ def world_sdf(config: Config, cable_segments: int = DEFAULT_CABLE_SEGMENTS,
     namespaces = quad_namespaces(system.n_uavs)
 
     root = ET.Element("sdf", version=SDF_VERSION)
-    root.append(ET.Comment(
-        f" cableload gazebo-world: {system.n_uavs} quadrotors on {cable_segments}-link cables "
-        f"around a {system.load.mass:g} kg load. Needs RotorS's plugins on GAZEBO_PLUGIN_PATH. "))
+    root.append(
+        ET.Comment(
+            f" cableload gazebo-world: {system.n_uavs} quadrotors on {cable_segments}-link cables "
+            f"around a {system.load.mass:g} kg load. Needs RotorS's plugins on GAZEBO_PLUGIN_PATH. "
+        )
+    )
     world = _element(root, "world", name=WORLD_NAME)
     _add_environment(world, config, system)
     model = _element(world, "model", name=MODEL_NAME)
@@ -469,8 +541,9 @@ def write_world(config: Config, path, overwrite: bool = False, **options) -> Pat
     then renamed); an existing file is an error unless ``overwrite``."""
     path = Path(path)
     if path.exists() and not overwrite:
-        raise OutputExistsError(f"world file {str(path)!r} exists already; choose another path or "
-                              "overwrite it (--overwrite)")
+        raise OutputExistsError(
+            f"world file {str(path)!r} exists already; choose another path or overwrite it (--overwrite)"
+        )
     if not path.parent.is_dir():
         raise FileNotFoundError(f"folder {str(path.parent)!r} of the world file does not exist")
     atomic_write_bytes(path, world_sdf(config, **options).encode())

@@ -146,15 +146,13 @@ def sample_nodes(nodes: dict, times: np.ndarray) -> dict[str, np.ndarray]:
     h00, h10, h01, h11 = 2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s, 3 * s2 - 2 * s3, s3 - s2
 
     def hermite(value, slope):
-        return (h00 * value[k] + h10 * dt * slope[k] + h01 * value[k + 1]
-                + h11 * dt * slope[k + 1])
+        return h00 * value[k] + h10 * dt * slope[k] + h01 * value[k + 1] + h11 * dt * slope[k + 1]
 
     def linear(value):
         return (1.0 - s) * value[k] + s * value[k + 1]
 
     p, v, a, j, w = (np.asarray(nodes[name], dtype=float) for name in REFERENCE_FIELDS[1:])
-    out = {"p": hermite(p, v), "v": hermite(v, a), "a": hermite(a, j), "j": linear(j),
-           "w": linear(w)}
+    out = {"p": hermite(p, v), "v": hermite(v, a), "a": hermite(a, j), "j": linear(j), "w": linear(w)}
     after = times > t[-1]
     for name in ("v", "a", "j", "w"):
         out[name][after] = 0.0
@@ -165,8 +163,9 @@ def hold(t: float, position) -> UavTrajectory:
     """Hold ``position`` at rest on the horizon from ``t``."""
     times = node_times(t)
     zeros = np.zeros((times.size, 3))
-    return UavTrajectory(times, np.repeat(np.asarray(position, float)[None], times.size, 0),
-                         zeros, zeros, zeros, zeros)
+    return UavTrajectory(
+        times, np.repeat(np.asarray(position, float)[None], times.size, 0), zeros, zeros, zeros, zeros
+    )
 
 
 def descent(t: float, start_time: float, start, drop: float) -> UavTrajectory:

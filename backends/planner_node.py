@@ -70,12 +70,26 @@ flies as well with the longer latency (0.019 m against 0.022 m on the embedded b
 
 
 # Hermite bases on s in [0, 1]: rows are basis functions, columns the coefficients of s^0..s^5
-_QUINTIC = np.array([  # p0, h v0, h^2 a0, h^2 a1, h v1, p1
-    [1, 0, 0, -10, 15, -6], [0, 1, 0, -6, 8, -3], [0, 0, 0.5, -1.5, 1.5, -0.5],
-    [0, 0, 0, 0.5, -1, 0.5], [0, 0, 0, -4, 7, -3], [0, 0, 0, 10, -15, 6]], dtype=float)
-_CUBIC = np.array([  # y0, h dy0, h dy1, y1
-    [1, 0, -3, 2, 0, 0], [0, 1, -2, 1, 0, 0], [0, 0, -1, 1, 0, 0], [0, 0, 3, -2, 0, 0]],
-    dtype=float)
+_QUINTIC = np.array(
+    [  # p0, h v0, h^2 a0, h^2 a1, h v1, p1
+        [1, 0, 0, -10, 15, -6],
+        [0, 1, 0, -6, 8, -3],
+        [0, 0, 0.5, -1.5, 1.5, -0.5],
+        [0, 0, 0, 0.5, -1, 0.5],
+        [0, 0, 0, -4, 7, -3],
+        [0, 0, 0, 10, -15, 6],
+    ],
+    dtype=float,
+)
+_CUBIC = np.array(
+    [  # y0, h dy0, h dy1, y1
+        [1, 0, -3, 2, 0, 0],
+        [0, 1, -2, 1, 0, 0],
+        [0, 0, -1, 1, 0, 0],
+        [0, 0, 3, -2, 0, 0],
+    ],
+    dtype=float,
+)
 
 
 def _basis(coefficients: np.ndarray, s: np.ndarray, order: int) -> np.ndarray:
@@ -110,8 +124,7 @@ class SampledReference:
             if np.dot(q[k], q[k - 1]) < 0.0:
                 q[k] = -q[k]
         omega = self.arrays["omega"]
-        self.q_dot = 0.5 * quat_multiply_rows(q, np.concatenate([np.zeros((len(q), 1)), omega],
-                                                                axis=1))
+        self.q_dot = 0.5 * quat_multiply_rows(q, np.concatenate([np.zeros((len(q), 1)), omega], axis=1))
 
     @property
     def t_start(self) -> float:
@@ -133,9 +146,15 @@ class SampledReference:
         A = self.arrays
 
         def quintic(order):
-            basis = _basis(_QUINTIC, s, order) / h ** order
-            data = (A["p"][k], h * A["v"][k], h**2 * A["a"][k], h**2 * A["a"][k + 1],
-                    h * A["v"][k + 1], A["p"][k + 1])
+            basis = _basis(_QUINTIC, s, order) / h**order
+            data = (
+                A["p"][k],
+                h * A["v"][k],
+                h**2 * A["a"][k],
+                h**2 * A["a"][k + 1],
+                h * A["v"][k + 1],
+                A["p"][k + 1],
+            )
             return sum(basis[:, b : b + 1] * data[b] for b in range(6))
 
         def cubic(y, dy):
@@ -148,8 +167,16 @@ class SampledReference:
 
         q = cubic(A["q"], self.q_dot)
         q /= np.linalg.norm(q, axis=-1, keepdims=True)
-        return LoadReferenceSample(times, quintic(0), quintic(1), quintic(2), linear(A["j"]), q,
-                                   cubic(A["omega"], A["alpha"]), linear(A["alpha"]))
+        return LoadReferenceSample(
+            times,
+            quintic(0),
+            quintic(1),
+            quintic(2),
+            linear(A["j"]),
+            q,
+            cubic(A["omega"], A["alpha"]),
+            linear(A["alpha"]),
+        )
 
     def start_pose(self):
         first = self.sample(self.t_start)
@@ -167,8 +194,15 @@ def quat_multiply_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class PlannerNode:
     """One planner process. ``uav`` set: a decentralized planner for that quadrotor alone."""
 
-    def __init__(self, config: Config, planner, *, uav: int | None = None,
-                 quad_names: list[str] | None = None, pilot_queue: str = "stock"):
+    def __init__(
+        self,
+        config: Config,
+        planner,
+        *,
+        uav: int | None = None,
+        quad_names: list[str] | None = None,
+        pilot_queue: str = "stock",
+    ):
         self.config = config
         self.system = config.system
         self.planner = planner
@@ -200,19 +234,22 @@ class PlannerNode:
         rospy = ros1.rospy()
         m = ros1.messages()
         margin = {} if self.uav is None else {"margin_s": STUDENT_MARGIN_S}
-        self.clients = {i: AgirosClient(self.names[i], self.pilot_queue, self.period_s, **margin)
-                        for i in self.uavs}
-        self._subscribers = [rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, m.Reference,
-                                              self._on_horizon, queue_size=2)]
+        self.clients = {
+            i: AgirosClient(self.names[i], self.pilot_queue, self.period_s, **margin) for i in self.uavs
+        }
+        self._subscribers = [
+            rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, m.Reference, self._on_horizon, queue_size=2)
+        ]
         if self.uav is None:
-            self.observer = WorldObserver(self.config, self.names,
-                                          [self.clients[i] for i in self.uavs],
-                                          clock=lambda: self._clock)
+            self.observer = WorldObserver(
+                self.config, self.names, [self.clients[i] for i in self.uavs], clock=lambda: self._clock
+            )
         else:
             self._own, self._load = _Stream(lambda: self._clock), _Stream(lambda: self._clock)
             self.clients[self.uav].on_state = self._on_own_state
-            self._subscribers.append(rospy.Subscriber(ros1.LOAD_POSE_TOPIC, m.PoseStamped,
-                                                      self._on_load_pose, queue_size=10))
+            self._subscribers.append(
+                rospy.Subscriber(ros1.LOAD_POSE_TOPIC, m.PoseStamped, self._on_load_pose, queue_size=10)
+            )
         # decisions on the world's clock: the episode's first one when its first reference
         # horizon arrives (the world is paused for it), then every time the clock crosses one
         # more period after it (a rospy.Timer on simulated time was measured to skip or double
@@ -222,10 +259,8 @@ class PlannerNode:
         self._decision = -1
         self._due = threading.Event()
         self._stop = threading.Event()
-        self._subscribers.append(rospy.Subscriber("/clock", m.Clock, self._on_clock,
-                                                  queue_size=10))
-        self._worker = threading.Thread(target=self._plan_when_due, daemon=True,
-                                        name="cableload-planner")
+        self._subscribers.append(rospy.Subscriber("/clock", m.Clock, self._on_clock, queue_size=10))
+        self._worker = threading.Thread(target=self._plan_when_due, daemon=True, name="cableload-planner")
         self._worker.start()
 
     def _on_horizon(self, msg) -> None:
@@ -234,8 +269,13 @@ class PlannerNode:
         episode here) is ignored and counted (``horizons_ignored``)."""
         caller = ros1.caller_of(msg)
         clock = self._clock
-        owned = (self._owner is not None and caller != self._owner and clock is not None
-                 and self._owner_seen is not None and clock - self._owner_seen < NEW_EPISODE_GAP_S)
+        owned = (
+            self._owner is not None
+            and caller != self._owner
+            and clock is not None
+            and self._owner_seen is not None
+            and clock - self._owner_seen < NEW_EPISODE_GAP_S
+        )
         if owned:
             self.horizons_ignored += 1
             return
@@ -270,8 +310,7 @@ class PlannerNode:
 
     def _on_load_pose(self, msg) -> None:
         q = ros1.wxyz(msg.pose.orientation)
-        self._load.add(msg.header.stamp.to_sec(), ros1.xyz(msg.pose.position),
-                       q / np.linalg.norm(q))
+        self._load.add(msg.header.stamp.to_sec(), ros1.xyz(msg.pose.position), q / np.linalg.norm(q))
 
     def _on_own_state(self, msg) -> None:
         t, p, q, v, w, _ = ros1.from_quad_state(msg)
@@ -286,9 +325,17 @@ class PlannerNode:
             return None
         t = min(own[0], load[0])
         (p, q, v, w), (load_p, load_q) = self._own.at(np.array([t])), self._load.at(np.array([t]))
-        return LocalObservation.of(t, load_p[0], load_q[0], p[0], v[0], q[0], w[0],
-                                   self.system.load.attachments[self.uav],
-                                   self.system.quadrotors[self.uav].attachment)
+        return LocalObservation.of(
+            t,
+            load_p[0],
+            load_q[0],
+            p[0],
+            v[0],
+            q[0],
+            w[0],
+            self.system.load.attachments[self.uav],
+            self.system.quadrotors[self.uav].attachment,
+        )
 
     def _on_clock(self, msg) -> None:
         now = msg.clock.to_sec()
@@ -321,8 +368,7 @@ class PlannerNode:
         """Plan the current decision again if its attempt found nothing to plan from (the
         episode's reference horizon lagging behind the world's clock, states not in yet): a
         world in lockstep waits for this decision's plan and would wait for nothing."""
-        if self._failed is not None and self._failed == self._decision \
-                and not self._due.is_set():
+        if self._failed is not None and self._failed == self._decision and not self._due.is_set():
             self._failed = None
             self.retries += 1
             self._due.set()
@@ -353,8 +399,9 @@ class PlannerNode:
             if obs is None:
                 return self._nothing("no state yet")
             if not reference.covers(obs.t - LOOK_BACK_S, obs.t + HORIZON_S):
-                return self._nothing(f"reference [{reference.t_start:.2f}, {reference.t_end:.2f}] "
-                                     f"s short of {obs.t:.2f} s")
+                return self._nothing(
+                    f"reference [{reference.t_start:.2f}, {reference.t_end:.2f}] s short of {obs.t:.2f} s"
+                )
             encoded = self.planner.observe_local(self.uav, obs, reference)
             plans = {self.uav: self.planner.act([encoded], obs.uav_p[None], [self.uav])[0]}
             state_t, positions = obs.t, {self.uav: obs.uav_p}
@@ -385,20 +432,24 @@ class PlannerNode:
         """Plans sent and skipped, the time to make one, and the gaps between sends on the
         world's clock: a gap over one period plus the client's margin empties a stock pilot's
         queue."""
-        text = (f"{self.plans_sent} plans sent, {self.skipped} decisions skipped, {self.stale} "
-                f"made from states older than their decision, {self.stamps_dropped} messages "
-                f"dropped for their stamps, {self.horizons_ignored} reference horizons ignored, "
-                f"{self.retries} decisions retried"
-                + (f" (last: {self.nothing_why})" if self.retries else ""))
+        text = (
+            f"{self.plans_sent} plans sent, {self.skipped} decisions skipped, {self.stale} "
+            f"made from states older than their decision, {self.stamps_dropped} messages "
+            f"dropped for their stamps, {self.horizons_ignored} reference horizons ignored, "
+            f"{self.retries} decisions retried" + (f" (last: {self.nothing_why})" if self.retries else "")
+        )
         if self.plan_times:
             ms = 1e3 * np.asarray(self.plan_times)
-            text += (f"; making one: median {np.median(ms):.1f} ms, 99th percentile "
-                     f"{np.percentile(ms, 99):.1f} ms, max {ms.max():.1f} ms")
+            text += (
+                f"; making one: median {np.median(ms):.1f} ms, 99th percentile "
+                f"{np.percentile(ms, 99):.1f} ms, max {ms.max():.1f} ms"
+            )
         if self.send_gaps:
             gaps = np.asarray(self.send_gaps)
             limit = self.period_s + next(iter(self.clients.values())).margin_s
-            text += (f"; gap between sends: max {gaps.max():.3f} s, "
-                     f"{int(np.sum(gaps > limit))} over {limit:.2f} s")
+            text += (
+                f"; gap between sends: max {gaps.max():.3f} s, {int(np.sum(gaps > limit))} over {limit:.2f} s"
+            )
         return text
 
     @property
@@ -428,8 +479,15 @@ class _PositionOnly:
             self.uav_p[i] = p
 
 
-def run_node(config: Config, planner, *, uav: int | None, pilot_queue: str,
-             quad_names: list[str] | None = None, wait_s: float = 120.0) -> PlannerNode:
+def run_node(
+    config: Config,
+    planner,
+    *,
+    uav: int | None,
+    pilot_queue: str,
+    quad_names: list[str] | None = None,
+    wait_s: float = 120.0,
+) -> PlannerNode:
     """Start a planner node in this process (after the world has set ``/use_sim_time``)."""
     node = PlannerNode(config, planner, uav=uav, quad_names=quad_names, pilot_queue=pilot_queue)
     _wait_for_sim_time(wait_s)
@@ -456,8 +514,9 @@ def _wait_for_sim_time(wait_s: float) -> None:
         except Exception:  # noqa: BLE001 - the master may be starting
             pass
         time.sleep(0.1)
-    raise ros1.RosFailure(f"/use_sim_time not set within {wait_s:g} s: start the world "
-                          "(`cableload world` or Gazebo) first")
+    raise ros1.RosFailure(
+        f"/use_sim_time not set within {wait_s:g} s: start the world (`cableload world` or Gazebo) first"
+    )
 
 
 NODE_SILENCE_S = 1.0
@@ -477,8 +536,7 @@ class NodePlanners:
 
     def __init__(self, backend, first_plan_wait_s: float = FIRST_PLAN_WAIT_S):
         if not (math.isfinite(first_plan_wait_s) and first_plan_wait_s > 0.0):
-            raise UsageError(f"--node-wait: expected a positive number of seconds, got "
-                             f"{first_plan_wait_s!r}")
+            raise UsageError(f"--node-wait: expected a positive number of seconds, got {first_plan_wait_s!r}")
         self.backend = backend
         backend.planner_nodes = True
         self.first_plan_wait_s = first_plan_wait_s
@@ -506,28 +564,32 @@ class NodePlanners:
                 if time.monotonic() - sent > HORIZON_REPEAT_S:  # for a node subscribing late
                     self.backend.publish_reference(reference, self.backend.decision_time)
                     sent = time.monotonic()
-            missing = [name for name, count in zip(self.backend.names, self.received)
-                       if not count]
+            missing = [name for name, count in zip(self.backend.names, self.received) if not count]
             self.backend.trust([set(w.senders) for w in self.backend.watches])
             if missing:
                 self._failure = (
                     f"no plan from a planner node for {', '.join(missing)} within "
                     f"{self.first_plan_wait_s:g} s of the first decision: start one "
                     "`cableload node --planner student --uav I` per quadrotor (or one "
-                    "`cableload node --planner teacher`) on this master before the episode")
+                    "`cableload node --planner teacher`) on this master before the episode"
+                )
             self._started = True
         return []
 
     def health(self) -> BackendHealth | None:
         if self._failure is None and self._started and self.backend.clock is not None:
             now = self.backend.clock
-            silent = [(name, now - w.last_seen) for name, w in zip(self.backend.names,
-                                                                   self.backend.watches)
-                      if w.last_seen is None or now - w.last_seen > NODE_SILENCE_S]
+            silent = [
+                (name, now - w.last_seen)
+                for name, w in zip(self.backend.names, self.backend.watches)
+                if w.last_seen is None or now - w.last_seen > NODE_SILENCE_S
+            ]
             if silent:
-                self._failure = "no plan from the planner node of " + ", ".join(
-                    f"{name} for {gap:.1f} s" for name, gap in silent) + (
-                    " of world time (the node was killed, is stuck or lost its connection)")
+                self._failure = (
+                    "no plan from the planner node of "
+                    + ", ".join(f"{name} for {gap:.1f} s" for name, gap in silent)
+                    + (" of world time (the node was killed, is stuck or lost its connection)")
+                )
         if self._failure is None:
             return None
         return BackendHealth(ok=False, messages=[self._failure], status="node_lost")

@@ -52,9 +52,17 @@ from cableload_sim.io.runlog.topics import (  # noqa: F401  (re-exported: the RO
 from cableload_sim.physics.world import UavTrajectory
 from cableload_sim.rotations import quat_to_matrix
 
-DEBIAN_PACKAGES = ("python3-rospy", "python3-rosmaster", "python3-genpy", "python3-genmsg",
-                   "python3-std-msgs", "python3-std-srvs", "python3-geometry-msgs",
-                   "python3-nav-msgs", "python3-rosgraph-msgs")
+DEBIAN_PACKAGES = (
+    "python3-rospy",
+    "python3-rosmaster",
+    "python3-genpy",
+    "python3-genmsg",
+    "python3-std-msgs",
+    "python3-std-srvs",
+    "python3-geometry-msgs",
+    "python3-nav-msgs",
+    "python3-rosgraph-msgs",
+)
 DEBIAN_PYTHON_PATH = "/usr/lib/python3/dist-packages"
 
 # topics (``{quad}`` is the quadrotor's name, ``quad1`` .. ``quadN``): those a run log records
@@ -114,8 +122,11 @@ def _import_rospy():
     try:
         import rospy  # noqa: F401
     except ImportError:
-        if os.path.isdir(DEBIAN_PYTHON_PATH) and DEBIAN_PYTHON_PATH not in sys.path \
-                and sys.version_info[:2] == (3, 11):
+        if (
+            os.path.isdir(DEBIAN_PYTHON_PATH)
+            and DEBIAN_PYTHON_PATH not in sys.path
+            and sys.version_info[:2] == (3, 11)
+        ):
             sys.path.append(DEBIAN_PYTHON_PATH)  # Debian's rospy in another Python 3.11
             try:
                 import rospy  # noqa: F401
@@ -126,7 +137,8 @@ def _import_rospy():
         raise RosUnavailable(
             "ROS1 is not installed: rospy could not be imported; on Debian run "
             f"`sudo apt-get install {' '.join(DEBIAN_PACKAGES)}` and use a venv made with "
-            "`/usr/bin/python3 -m venv --system-site-packages`") from None
+            "`/usr/bin/python3 -m venv --system-site-packages`"
+        ) from None
 
 
 def ros_available() -> tuple[bool, str]:
@@ -160,12 +172,20 @@ def _debian_messages() -> dict:
     from rosgraph_msgs.msg import Clock
     from std_msgs import msg as std
 
-    return {"std_msgs/Header": std.Header, "std_msgs/String": std.String,
-            "std_msgs/Bool": std.Bool, "std_msgs/Empty": std.Empty,
-            "geometry_msgs/Point": geometry.Point, "geometry_msgs/Quaternion": geometry.Quaternion,
-            "geometry_msgs/Vector3": geometry.Vector3, "geometry_msgs/Pose": geometry.Pose,
-            "geometry_msgs/Twist": geometry.Twist, "geometry_msgs/PoseStamped": geometry.PoseStamped,
-            "nav_msgs/Odometry": Odometry, "rosgraph_msgs/Clock": Clock}
+    return {
+        "std_msgs/Header": std.Header,
+        "std_msgs/String": std.String,
+        "std_msgs/Bool": std.Bool,
+        "std_msgs/Empty": std.Empty,
+        "geometry_msgs/Point": geometry.Point,
+        "geometry_msgs/Quaternion": geometry.Quaternion,
+        "geometry_msgs/Vector3": geometry.Vector3,
+        "geometry_msgs/Pose": geometry.Pose,
+        "geometry_msgs/Twist": geometry.Twist,
+        "geometry_msgs/PoseStamped": geometry.PoseStamped,
+        "nav_msgs/Odometry": Odometry,
+        "rosgraph_msgs/Clock": Clock,
+    }
 
 
 def _register_debian(context, classes: dict) -> None:
@@ -230,8 +250,7 @@ def messages() -> types.SimpleNamespace:
     for name, spec in specs.items():
         short = name.split("/")[1]
         if isinstance(spec, genmsg.MsgSpec):
-            out[short] = genpy.dynamic.generate_dynamic(name, genmsg.compute_full_text(context,
-                                                                                       spec))[name]
+            out[short] = genpy.dynamic.generate_dynamic(name, genmsg.compute_full_text(context, spec))[name]
         else:
             out[short] = _service_class(context, name, spec)
     return types.SimpleNamespace(**out)
@@ -246,15 +265,25 @@ def _service_class(context, name: str, spec):
     classes = {}
     for part, sub in (("Request", spec.request), ("Response", spec.response)):
         full = f"{name}{part}"
-        sub_spec = genmsg.MsgSpec(sub.types, sub.names, sub.constants, sub.text, full,
-                                  sub.package)
-        classes[part] = genpy.dynamic.generate_dynamic(
-            full, genmsg.compute_full_text(context, sub_spec))[full]
-    md5 = hashlib.md5((genmsg.compute_md5_text(context, spec.request)
-                       + genmsg.compute_md5_text(context, spec.response)).encode()).hexdigest()
-    return type(name.split("/")[1], (), {"_type": name, "_md5sum": md5,
-                                         "_request_class": classes["Request"],
-                                         "_response_class": classes["Response"]})
+        sub_spec = genmsg.MsgSpec(sub.types, sub.names, sub.constants, sub.text, full, sub.package)
+        classes[part] = genpy.dynamic.generate_dynamic(full, genmsg.compute_full_text(context, sub_spec))[
+            full
+        ]
+    md5 = hashlib.md5(
+        (
+            genmsg.compute_md5_text(context, spec.request) + genmsg.compute_md5_text(context, spec.response)
+        ).encode()
+    ).hexdigest()
+    return type(
+        name.split("/")[1],
+        (),
+        {
+            "_type": name,
+            "_md5sum": md5,
+            "_request_class": classes["Request"],
+            "_response_class": classes["Response"],
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,8 +342,9 @@ def set_pose(msg, p, q_wxyz) -> None:
     o.w, o.x, o.y, o.z = (float(c) for c in q_wxyz)
 
 
-def fill_quad_state(msg, t: float, p, q, v, omega, motors=(), acceleration=(0, 0, 0),
-                    jerk=(0, 0, 0), time_stamp=None):
+def fill_quad_state(
+    msg, t: float, p, q, v, omega, motors=(), acceleration=(0, 0, 0), jerk=(0, 0, 0), time_stamp=None
+):
     """Set ``msg`` (an ``agiros_msgs/QuadState`` made by ``quad_state``) in place; rospy
     serializes a message when it is published, so a publisher may reuse one. ``time_stamp``:
     ``stamp(t)`` when the caller has it already."""
@@ -358,8 +388,7 @@ def from_odometry(msg) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.nd
     q = wxyz(msg.pose.pose.orientation)
     q = q / np.linalg.norm(q)
     v_world = quat_to_matrix(q) @ xyz(msg.twist.twist.linear)
-    return (msg.header.stamp.to_sec(), xyz(msg.pose.pose.position), q, v_world,
-            xyz(msg.twist.twist.angular))
+    return (msg.header.stamp.to_sec(), xyz(msg.pose.pose.position), q, v_world, xyz(msg.twist.twist.angular))
 
 
 def from_quad_state(msg) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -368,8 +397,14 @@ def from_quad_state(msg) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.
     q = q / np.linalg.norm(q)
     motors = np.zeros(4)
     motors[: min(4, len(msg.motors))] = list(msg.motors)[:4]
-    return (msg.header.stamp.to_sec(), xyz(msg.pose.position), q, xyz(msg.velocity.linear),
-            xyz(msg.velocity.angular), motors)
+    return (
+        msg.header.stamp.to_sec(),
+        xyz(msg.pose.position),
+        q,
+        xyz(msg.velocity.linear),
+        xyz(msg.velocity.angular),
+        motors,
+    )
 
 
 def reference_message(traj: UavTrajectory, t_offset: float = 0.0):
@@ -382,11 +417,17 @@ def reference_message(traj: UavTrajectory, t_offset: float = 0.0):
     identity = (1.0, 0.0, 0.0, 0.0)
     for k in range(traj.n_nodes):
         t = float(traj.t[k] + t_offset)
-        state = quad_state(t, traj.p[k], identity, traj.v[k], traj.body_rates[k],
-                           acceleration=traj.a[k], jerk=traj.j[k])
-        command = m.Command(header=header(t), t=t, is_single_rotor_thrust=False,
-                            collective_thrust=0.0, bodyrates=vector(traj.body_rates[k]),
-                            thrusts=[0.0] * 4)
+        state = quad_state(
+            t, traj.p[k], identity, traj.v[k], traj.body_rates[k], acceleration=traj.a[k], jerk=traj.j[k]
+        )
+        command = m.Command(
+            header=header(t),
+            t=t,
+            is_single_rotor_thrust=False,
+            collective_thrust=0.0,
+            bodyrates=vector(traj.body_rates[k]),
+            thrusts=[0.0] * 4,
+        )
         points.append(m.Setpoint(state=state, command=command))
     return m.Reference(header=header(float(traj.t[0] + t_offset)), points=points)
 
@@ -413,8 +454,15 @@ def load_setpoints_message(t0: float, times: np.ndarray, sample, t_offset: float
     m = messages()
     points = []
     for k, t in enumerate(times):
-        state = quad_state(t + t_offset, sample.p[k], sample.q[k], sample.v[k], sample.omega[k],
-                           acceleration=sample.a[k], jerk=sample.j[k])
+        state = quad_state(
+            t + t_offset,
+            sample.p[k],
+            sample.q[k],
+            sample.v[k],
+            sample.omega[k],
+            acceleration=sample.a[k],
+            jerk=sample.j[k],
+        )
         state.acceleration.angular = vector(sample.alpha[k])
         points.append(m.Setpoint(state=state))
     return m.Reference(header=header(t0 + t_offset, frame="load_reference"), points=points)

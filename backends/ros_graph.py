@@ -49,9 +49,14 @@ class RosGraph:
         self.port = free_port()
         home = folder / "ros_home"
         home.mkdir(parents=True, exist_ok=True)
-        self.env = {**os.environ, "ROS_MASTER_URI": f"http://127.0.0.1:{self.port}",
-                    "ROS_HOSTNAME": "127.0.0.1", "ROS_HOME": str(home),
-                    "ROS_LOG_DIR": str(home / "log"), "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **os.environ,
+            "ROS_MASTER_URI": f"http://127.0.0.1:{self.port}",
+            "ROS_HOSTNAME": "127.0.0.1",
+            "ROS_HOME": str(home),
+            "ROS_LOG_DIR": str(home / "log"),
+            "PYTHONUNBUFFERED": "1",
+        }
         self.processes: dict[str, subprocess.Popen] = {}
         self.master = self.start("master", ["rosmaster", "--core", "-p", str(self.port)])
         deadline = time.monotonic() + 10.0
@@ -62,8 +67,14 @@ class RosGraph:
 
     def start(self, name: str, command: list[str]) -> subprocess.Popen:
         out = open(self.folder / f"{name}.log", "w")  # noqa: SIM115 - closed by the process
-        proc = subprocess.Popen(command, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=self.folder)
+        proc = subprocess.Popen(
+            command,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.folder,
+        )
         self.processes[name] = proc
         return proc
 
@@ -72,8 +83,9 @@ class RosGraph:
 
     def run(self, *args: str, timeout: float = 300.0) -> subprocess.CompletedProcess:
         """A ``cableload`` command to its end, in the foreground."""
-        return subprocess.run([*CLI, *args], env=self.env, capture_output=True, text=True,
-                              timeout=timeout, cwd=self.folder)
+        return subprocess.run(
+            [*CLI, *args], env=self.env, capture_output=True, text=True, timeout=timeout, cwd=self.folder
+        )
 
     def log(self, name: str, tail: int | None = 4000) -> str:
         """What process ``name`` printed: its last ``tail`` characters (None: all)."""

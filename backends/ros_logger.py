@@ -25,16 +25,23 @@ class RosTopicsLogger:
         self.backend = backend
         self.pub_config = rospy.Publisher(ros1.CONFIG_TOPIC, m.String, queue_size=1, latch=True)
         self.pub_metrics = rospy.Publisher(ros1.METRICS_TOPIC, m.String, queue_size=1, latch=True)
-        self.pub_reference = rospy.Publisher(ros1.LOAD_REFERENCE_TOPIC, m.PoseStamped,
-                                             queue_size=200)
+        self.pub_reference = rospy.Publisher(ros1.LOAD_REFERENCE_TOPIC, m.PoseStamped, queue_size=200)
 
     def start(self, system, reference, scenario, planner_name: str) -> None:
-        info = {"format": FORMAT, "version": 1, "quad_names": list(self.backend.names),
-                "planner": planner_name,
-                "reference": reference.describe() if hasattr(reference, "describe") else None,
-                "scenario": {"load_p": scenario.load_p.tolist(), "load_q": scenario.load_q.tolist(),
-                             "seed": scenario.seed},
-                "system": dataclasses.asdict(system), "t0": self.backend.t0}
+        info = {
+            "format": FORMAT,
+            "version": 1,
+            "quad_names": list(self.backend.names),
+            "planner": planner_name,
+            "reference": reference.describe() if hasattr(reference, "describe") else None,
+            "scenario": {
+                "load_p": scenario.load_p.tolist(),
+                "load_q": scenario.load_q.tolist(),
+                "seed": scenario.seed,
+            },
+            "system": dataclasses.asdict(system),
+            "t0": self.backend.t0,
+        }
         self.pub_config.publish(ros1.messages().String(json.dumps(info, default=float)))
 
     def plans(self, t: float, trajectories) -> None:
@@ -44,14 +51,15 @@ class RosTopicsLogger:
         m = ros1.messages()
         t0 = self.backend.t0
         for k, t in enumerate(samples.t):
-            self.pub_reference.publish(m.PoseStamped(header=ros1.header(t + t0),
-                                                     pose=ros1.pose(ref_p[k], ref_q[k])))
+            self.pub_reference.publish(
+                m.PoseStamped(header=ros1.header(t + t0), pose=ros1.pose(ref_p[k], ref_q[k]))
+            )
 
     def finish(self, status: str, metrics: dict) -> None:
-        clean = {k: (v if not isinstance(v, float) or np.isfinite(v) else None)
-                 for k, v in metrics.items()}
-        self.pub_metrics.publish(ros1.messages().String(json.dumps({**clean, "status": status},
-                                                                   default=float)))
+        clean = {k: (v if not isinstance(v, float) or np.isfinite(v) else None) for k, v in metrics.items()}
+        self.pub_metrics.publish(
+            ros1.messages().String(json.dumps({**clean, "status": status}, default=float))
+        )
 
 
 class FanOutLogger:

@@ -119,8 +119,7 @@ def run_episode(
     if not np.isfinite(duration) or duration <= 0.0:
         raise UsageError(f"duration: expected a positive number of seconds, got {duration!r}")
     if duration < period - 1e-9:
-        raise UsageError(f"duration: expected at least one planner period ({period:g} s), "
-                         f"got {duration!r} s")
+        raise UsageError(f"duration: expected at least one planner period ({period:g} s), got {duration!r} s")
     if scenario is None:
         p0, q0 = reference.start_pose()
         scenario = Scenario(load_p=p0, load_q=q0, on_ground=starts_on_ground(reference))
@@ -133,8 +132,7 @@ def run_episode(
     except EpisodeAborted as err:  # nothing was flown
         metrics = EpisodeMetrics(backend.system).result()
         metrics.update(status=err.status, wall_time_s=0.0, real_time_factor=0.0)
-        return EpisodeResult(EpisodeStatus(err.status), None, None, None, metrics, {},
-                             message=str(err))
+        return EpisodeResult(EpisodeStatus(err.status), None, None, None, metrics, {}, message=str(err))
     if logger is not None:
         logger.start(backend.system, reference, scenario, planner.name)
     metrics_sum = EpisodeMetrics(backend.system)
@@ -160,10 +158,7 @@ def run_episode(
             estimate = onboard_of()
             if estimate is not None:
                 log_onboard(state.t, *estimate)
-        trajectories = [
-            guard.check(i, traj, state)
-            for i, traj in enumerate(planner.plan(state, reference))
-        ]
+        trajectories = [guard.check(i, traj, state) for i, traj in enumerate(planner.plan(state, reference))]
         for i, traj in enumerate(trajectories):
             backend.send(i, traj)
         if record_plans:
@@ -185,12 +180,10 @@ def run_episode(
         state = backend.observe()
         if bar is not None:
             bar.update(1)
-        status, message = _check(samples, ref_now, backend, planner, collision_distance,
-                                 divergence_distance)
+        status, message = _check(samples, ref_now, backend, planner, collision_distance, divergence_distance)
         if status is EpisodeStatus.COMPLETED and failing.update(guard.replaced - replaced_before):
             status = EpisodeStatus.PLANNER_FAILED
-            message = (f"every plan replaced for {failing.seconds:.1f} s (first: "
-                       f"{guard.reasons[0]})")
+            message = f"every plan replaced for {failing.seconds:.1f} s (first: {guard.reasons[0]})"
         if status is not EpisodeStatus.COMPLETED:
             break
     if bar is not None:
@@ -213,8 +206,16 @@ def run_episode(
         samples_all = WorldSamples.concatenate([s for s, _, _ in kept], backend.system.n_uavs)
         ref_p = np.concatenate([p for _, p, _ in kept]) if kept else np.zeros((0, 3))
         ref_q = np.concatenate([q for _, _, q in kept]) if kept else np.zeros((0, 4))
-    return EpisodeResult(status, samples_all, ref_p, ref_q, metrics, planner.report(), plans,
-                         message or "; ".join(guard.reasons[:3]))
+    return EpisodeResult(
+        status,
+        samples_all,
+        ref_p,
+        ref_q,
+        metrics,
+        planner.report(),
+        plans,
+        message or "; ".join(guard.reasons[:3]),
+    )
 
 
 def starts_on_ground(reference) -> bool:
@@ -257,7 +258,8 @@ def _check_memory(per_period: int, n_periods: int, samples: WorldSamples, durati
         raise ResourceError(
             f"keeping the samples of a {duration:g} s episode needs about {gigabytes(needed)} "
             f"of memory, {gigabytes(available)} are available; fly it without keep_samples "
-            "(metrics and run logs need none)")
+            "(metrics and run logs need none)"
+        )
 
 
 def _failure(health) -> tuple[EpisodeStatus, str] | None:
@@ -268,8 +270,7 @@ def _failure(health) -> tuple[EpisodeStatus, str] | None:
 
 
 def _check(samples: WorldSamples, ref_now, backend, planner, collision, divergence):
-    failed = _failure(backend.health()) or _failure(
-        planner.health() if hasattr(planner, "health") else None)
+    failed = _failure(backend.health()) or _failure(planner.health() if hasattr(planner, "health") else None)
     if failed is not None:
         return failed
     if not all(np.isfinite(getattr(samples, f)).all() for f in ("load_p", "uav_p")):

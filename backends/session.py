@@ -51,24 +51,25 @@ class Flight:
 
     def __post_init__(self):
         if not np.isfinite(self.duration) or self.duration <= 0.0:
-            raise UsageError(f"duration: expected a positive number of seconds, got "
-                             f"{self.duration!r}")
+            raise UsageError(f"duration: expected a positive number of seconds, got {self.duration!r}")
 
 
 def planner_names(text: str, backend: str = "embedded") -> list[str]:
     """The planners named in ``text`` (comma-separated), each known and none twice."""
     names = [name.strip() for name in str(text).split(",")]
     if not all(names):
-        raise UsageError(f"--planner: expected planner names separated by commas, e.g. "
-                         f"formation,teacher; got {text!r}")
+        raise UsageError(
+            f"--planner: expected planner names separated by commas, e.g. formation,teacher; got {text!r}"
+        )
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise UsageError(f"--planner: {repeated[0]!r} named twice in {text!r}")
     for name in names:
         if name == NODES:
             if backend != "gazebo":
-                raise UsageError("--planner nodes (planners running as `cableload node`) needs "
-                                 "--backend gazebo")
+                raise UsageError(
+                    "--planner nodes (planners running as `cableload node`) needs --backend gazebo"
+                )
         else:
             check_planner_name(name)
     return names
@@ -95,8 +96,7 @@ def check_outputs(flight: Flight, paths: list[Path | None], overwrite: bool = Fa
     if not logs:
         return
     sim = flight.config.simulation
-    size = estimated_size(flight.config.system.n_uavs, flight.duration, sim.log_rate_hz,
-                          sim.planner_rate_hz)
+    size = estimated_size(flight.config.system.n_uavs, flight.duration, sim.log_rate_hz, sim.planner_rate_hz)
     folders: dict[Path, float] = {}
     for path in logs:
         folder = path.parent.resolve()
@@ -106,7 +106,8 @@ def check_outputs(flight: Flight, paths: list[Path | None], overwrite: bool = Fa
         if free is not None and needed > free:
             raise ResourceError(
                 f"--log: {len(logs)} run log(s) of {flight.duration:g} s need about "
-                f"{gigabytes(needed)}; {str(folder)!r} has {gigabytes(free)} free")
+                f"{gigabytes(needed)}; {str(folder)!r} has {gigabytes(free)} free"
+            )
 
 
 def build_planner(flight: Flight, name: str, options: dict | None = None, backend=None):
@@ -114,8 +115,7 @@ def build_planner(flight: Flight, name: str, options: dict | None = None, backen
     ``policy`` and ``runtime``); ``nodes`` needs the flight's (ROS) ``backend``."""
     if name == NODES:
         if backend is None or flight.backend != "gazebo":
-            raise UsageError("--planner nodes (planners running as `cableload node`) needs "
-                             "--backend gazebo")
+            raise UsageError("--planner nodes (planners running as `cableload node`) needs --backend gazebo")
         from backends.planner_node import NodePlanners
 
         return NodePlanners(backend, **(options or {}))
@@ -150,8 +150,15 @@ def warm_up(planner, config, reference, load_p, load_q) -> None:
     planner.reset()
 
 
-def fly(flight: Flight, planner, *, planner_options: dict | None = None, log_path=None,
-        overwrite: bool = False, derivative_mae: bool = False) -> dict:
+def fly(
+    flight: Flight,
+    planner,
+    *,
+    planner_options: dict | None = None,
+    log_path=None,
+    overwrite: bool = False,
+    derivative_mae: bool = False,
+) -> dict:
     """One episode of ``planner`` (a name, or a planner from ``build_planner``); returns the
     metrics with ``planner``, ``trajectory``, ``message`` (when there is one) and, with
     ``derivative_mae``, ``deriv_mae_mps``. ``log_path`` writes a run log of it."""
@@ -162,19 +169,29 @@ def fly(flight: Flight, planner, *, planner_options: dict | None = None, log_pat
         if isinstance(planner, str):
             planner = build_planner(flight, planner, planner_options, backend)
         p0, q0 = flight.reference.start_pose()
-        scenario = Scenario(load_p=p0, load_q=q0, seed=flight.seed,
-                            disturbance=flight.disturbance,
-                            on_ground=starts_on_ground(flight.reference))
+        scenario = Scenario(
+            load_p=p0,
+            load_q=q0,
+            seed=flight.seed,
+            disturbance=flight.disturbance,
+            on_ground=starts_on_ground(flight.reference),
+        )
         if getattr(backend, "deterministic", True) is False and getattr(planner, "warm_up", True):
             warm_up(planner, config, flight.reference, p0, q0)
         mae = _DerivativeMae() if derivative_mae else None
 
         def episode(logger=None):
             return run_episode(
-                backend, planner, flight.reference, flight.duration, scenario,
+                backend,
+                planner,
+                flight.reference,
+                flight.duration,
+                scenario,
                 collision_distance=config.simulation.collision_distance_m,
                 divergence_distance=config.simulation.divergence_distance_m,
-                progress=flight.progress, on_period=mae, logger=logger,
+                progress=flight.progress,
+                on_period=mae,
+                logger=logger,
             )
 
         ros_topics = None
@@ -202,8 +219,7 @@ def fly(flight: Flight, planner, *, planner_options: dict | None = None, log_pat
     return metrics
 
 
-def bench_teacher(uavs: list[int], duration: float, trajectory: str, config_path=None,
-                  overrides=()) -> dict:
+def bench_teacher(uavs: list[int], duration: float, trajectory: str, config_path=None, overrides=()) -> dict:
     """Per number of quadrotors: time of a full teacher plan (solve and post-processing), in
     closed loop on the embedded simulator, warm-started as in flight; ``overrides``
     (``table.key=value``) change the configuration as ``--set`` does."""
@@ -216,8 +232,7 @@ def bench_teacher(uavs: list[int], duration: float, trajectory: str, config_path
         t0 = time.perf_counter()
         planner = TeacherPlanner.from_config(config)
         build = time.perf_counter() - t0
-        result = run_episode(make_backend("embedded", config), planner,
-                             make_reference(trajectory), duration)
+        result = run_episode(make_backend("embedded", config), planner, make_reference(trajectory), duration)
         times = np.array(planner.solve_times[1:]) * 1e3  # the cold first plan apart
         out[str(n)] = {
             "solve_ms_median": float(np.median(times)) if times.size else float("nan"),

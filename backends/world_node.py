@@ -86,8 +86,11 @@ def lockstep_waiting(clock: float, period_s: float, plan_clocks: list[float | No
     planning (``plan_clocks[i]``, the clock at which their newest reference arrived, is not
     None) and whose next decision, one period after that, has come."""
     eps = ros1.DECISION_EPS * period_s
-    return [i for i, received in enumerate(plan_clocks)
-            if received is not None and clock >= received + period_s - eps]
+    return [
+        i
+        for i, received in enumerate(plan_clocks)
+        if received is not None and clock >= received + period_s - eps
+    ]
 
 
 @dataclass(frozen=True)
@@ -112,17 +115,21 @@ class WorldOptions:
 
     def __post_init__(self):
         if not np.isfinite(self.real_time_factor) or self.real_time_factor < 0.0:
-            raise UsageError(f"--real-time-factor: expected a finite number >= 0 (0: as fast as "
-                             f"possible), got {self.real_time_factor!r}")
+            raise UsageError(
+                f"--real-time-factor: expected a finite number >= 0 (0: as fast as "
+                f"possible), got {self.real_time_factor!r}"
+            )
         for name, flag in (("state_rate_hz", "--state-rate"), ("mocap_rate_hz", "--mocap-rate")):
             value = getattr(self, name)
             if not np.isfinite(value) or not 1.0 <= value <= 1000.0:
                 raise UsageError(f"{flag}: expected 1 to 1000 Hz, got {value!r}")
         ratio = self.state_rate_hz / self.mocap_rate_hz
         if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
-            raise UsageError(f"--mocap-rate {self.mocap_rate_hz:g}: expected a whole fraction of "
-                             f"--state-rate {self.state_rate_hz:g} Hz (e.g. "
-                             f"{self.state_rate_hz:g} or {self.state_rate_hz / 2:g})")
+            raise UsageError(
+                f"--mocap-rate {self.mocap_rate_hz:g}: expected a whole fraction of "
+                f"--state-rate {self.state_rate_hz:g} Hz (e.g. "
+                f"{self.state_rate_hz:g} or {self.state_rate_hz / 2:g})"
+            )
         if self.land_drop_m <= 0.0 or not np.isfinite(self.land_drop_m):
             raise UsageError(f"land_drop_m: expected a positive distance, got {self.land_drop_m!r}")
 
@@ -130,8 +137,13 @@ class WorldOptions:
 class WorldNode:
     """The simulated world; ``run()`` serves until ROS shuts down or ``stop()``."""
 
-    def __init__(self, config: Config, options: WorldOptions | None = None,
-                 spawn_pose: tuple | None = None, quad_names: list[str] | None = None):
+    def __init__(
+        self,
+        config: Config,
+        options: WorldOptions | None = None,
+        spawn_pose: tuple | None = None,
+        quad_names: list[str] | None = None,
+    ):
         self.config = config
         self.options = options or WorldOptions()
         self.sim = Simulator(config)
@@ -143,14 +155,14 @@ class WorldNode:
             raise UsageError(
                 f"--state-rate {self.options.state_rate_hz:g}: expected a whole number of "
                 f"physics steps ({1e3 * self.sim.h:g} ms) per state, e.g. "
-                f"{', '.join(f'{r:g}' for r in whole if r <= 1000.0)} Hz")
+                f"{', '.join(f'{r:g}' for r in whole if r <= 1000.0)} Hz"
+            )
         self.steps_per_slice = round(steps)
         self.slice_s = self.steps_per_slice * self.sim.h
         self.mocap_every = round(self.options.state_rate_hz / self.options.mocap_rate_hz)
         self.telemetry_every = max(1, round(self.options.state_rate_hz / TELEMETRY_RATE_HZ))
         self.spawn = spawn_pose or (np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
-        self.pilots = [Pilot(name, self.options.pilot_queue, self.options.land_drop_m)
-                       for name in self.names]
+        self.pilots = [Pilot(name, self.options.pilot_queue, self.options.land_drop_m) for name in self.names]
         self.paused = self.options.start_paused
         self.clock = 0.0  # ROS time (s)
         self.epoch = 0.0  # ROS time at the simulator's time zero
@@ -215,45 +227,62 @@ class WorldNode:
         if ros1.node_answers(ros1.WORLD_NODE):
             raise ros1.RosFailure(
                 f"a world is already running on this master ({ros1.WORLD_NODE}); stop it "
-                "first, or start this one on another master (ROS_MASTER_URI)")
+                "first, or start this one on another master (ROS_MASTER_URI)"
+            )
         rospy.set_param("/use_sim_time", True)
         rospy.init_node(ros1.WORLD_NODE[1:], anonymous=False, disable_signals=True)
         rospy.core.add_preshutdown_hook(self._on_shutdown)
         self.instance = uuid.uuid4().hex
-        rospy.set_param(ros1.WORLD_PARAM, json.dumps({
-            "instance": self.instance, "pid": os.getpid(),
-            "quad_names": self.names, "system": dataclasses.asdict(self.config.system),
-            "config": dataclasses.asdict(self.config),
-            "pilot_queue": self.options.pilot_queue, "state_rate_hz": self.options.state_rate_hz,
-            "real_time_factor": self.options.real_time_factor,
-            "lockstep": self.options.lockstep}))
+        rospy.set_param(
+            ros1.WORLD_PARAM,
+            json.dumps(
+                {
+                    "instance": self.instance,
+                    "pid": os.getpid(),
+                    "quad_names": self.names,
+                    "system": dataclasses.asdict(self.config.system),
+                    "config": dataclasses.asdict(self.config),
+                    "pilot_queue": self.options.pilot_queue,
+                    "state_rate_hz": self.options.state_rate_hz,
+                    "real_time_factor": self.options.real_time_factor,
+                    "lockstep": self.options.lockstep,
+                }
+            ),
+        )
         self.pub_clock = rospy.Publisher("/clock", m.Clock, queue_size=10)
         self.pub_state, self.pub_odometry, self.pub_telemetry = [], [], []
         self._subscribers = []
         for i, name in enumerate(self.names):
-            self.pub_state.append(rospy.Publisher(ros1.STATE_TOPIC.format(quad=name),
-                                                  m.QuadState, queue_size=10))
-            self.pub_odometry.append(rospy.Publisher(ros1.ODOMETRY_TOPIC.format(quad=name),
-                                                     m.Odometry, queue_size=10))
-            self.pub_telemetry.append(rospy.Publisher(ros1.TELEMETRY_TOPIC.format(quad=name),
-                                                      m.Telemetry, queue_size=10))
-            for topic, cls, kind in ((ros1.TRAJECTORY_TOPIC, m.Reference, "trajectory"),
-                                     (ros1.ENABLE_TOPIC, m.Bool, "enable"),
-                                     (ros1.START_TOPIC, m.Empty, "start"),
-                                     (ros1.LAND_TOPIC, m.Empty, "land"),
-                                     (ros1.OFF_TOPIC, m.Empty, "off"),
-                                     (ros1.FORCE_HOVER_TOPIC, m.Empty, "force_hover")):
-                self._subscribers.append(rospy.Subscriber(
-                    topic.format(quad=name), cls, self._on_command, callback_args=(i, kind),
-                    queue_size=50))
+            self.pub_state.append(
+                rospy.Publisher(ros1.STATE_TOPIC.format(quad=name), m.QuadState, queue_size=10)
+            )
+            self.pub_odometry.append(
+                rospy.Publisher(ros1.ODOMETRY_TOPIC.format(quad=name), m.Odometry, queue_size=10)
+            )
+            self.pub_telemetry.append(
+                rospy.Publisher(ros1.TELEMETRY_TOPIC.format(quad=name), m.Telemetry, queue_size=10)
+            )
+            for topic, cls, kind in (
+                (ros1.TRAJECTORY_TOPIC, m.Reference, "trajectory"),
+                (ros1.ENABLE_TOPIC, m.Bool, "enable"),
+                (ros1.START_TOPIC, m.Empty, "start"),
+                (ros1.LAND_TOPIC, m.Empty, "land"),
+                (ros1.OFF_TOPIC, m.Empty, "off"),
+                (ros1.FORCE_HOVER_TOPIC, m.Empty, "force_hover"),
+            ):
+                self._subscribers.append(
+                    rospy.Subscriber(
+                        topic.format(quad=name), cls, self._on_command, callback_args=(i, kind), queue_size=50
+                    )
+                )
         self.pub_load_pose = rospy.Publisher(ros1.LOAD_POSE_TOPIC, m.PoseStamped, queue_size=10)
-        self.pub_load_odometry = rospy.Publisher(ros1.LOAD_ODOMETRY_TOPIC, m.Odometry,
-                                                 queue_size=10)
+        self.pub_load_odometry = rospy.Publisher(ros1.LOAD_ODOMETRY_TOPIC, m.Odometry, queue_size=10)
         self.pub_tension = rospy.Publisher(ros1.TENSION_TOPIC, m.CableTension, queue_size=10)
         self._messages()
         # raw: only an empty horizon (the episode's end) is read, not the 2.7 s of setpoints
-        self._subscribers.append(rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, rospy.AnyMsg,
-                                                  self._on_horizon, queue_size=2))
+        self._subscribers.append(
+            rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, rospy.AnyMsg, self._on_horizon, queue_size=2)
+        )
         self._services = [
             rospy.Service(ros1.RESET_WORLD, m.EmptyService, self._srv_reset),
             rospy.Service(ros1.PAUSE_PHYSICS, m.EmptyService, self._srv_pause),
@@ -272,8 +301,10 @@ class WorldNode:
                 payload = None
         except Exception as err:  # noqa: BLE001 - one bad message never ends the world
             self.bad_commands += 1
-            self.messages.append(f"t={self.sim_time:.3f} s {self.names[i]}: {kind} message "
-                                 f"not read ({type(err).__name__}: {err})")
+            self.messages.append(
+                f"t={self.sim_time:.3f} s {self.names[i]}: {kind} message "
+                f"not read ({type(err).__name__}: {err})"
+            )
             return
         self.receive(i, kind, payload)
 
@@ -295,8 +326,10 @@ class WorldNode:
         if caller != self._episode_node:
             self.horizons_ignored += 1
             if self.horizons_ignored <= 3:
-                self.messages.append(f"t={self.sim_time:.2f} s: an empty reference horizon from "
-                                     f"{caller} ignored (the episode is {self._episode_node})")
+                self.messages.append(
+                    f"t={self.sim_time:.2f} s: an empty reference horizon from "
+                    f"{caller} ignored (the episode is {self._episode_node})"
+                )
             return
         self.plan_clocks = [None] * self.n  # the episode is over: its planners send no more
 
@@ -338,8 +371,9 @@ class WorldNode:
             problem = "the system is placed at rest only (twist must be zero)"
         p = ros1.xyz(state.pose.position)
         q = ros1.wxyz(state.pose.orientation)
-        if problem is None and (not np.isfinite(p).all() or not np.isfinite(q).all()
-                                or abs(np.linalg.norm(q) - 1.0) > 1e-3):
+        if problem is None and (
+            not np.isfinite(p).all() or not np.isfinite(q).all() or abs(np.linalg.norm(q) - 1.0) > 1e-3
+        ):
             problem = f"pose: expected finite values and a unit quaternion, got {p}, {q}"
         if problem is not None:
             response.success, response.status_message = False, problem
@@ -364,13 +398,15 @@ class WorldNode:
             text += f"; reference horizons ignored: {self.horizons_ignored}"
         if any(p.dry_at for p in self.pilots):
             text += "; ran dry at (s): " + ", ".join(
-                f"{p.name} {' '.join(f'{t:.2f}' for t in p.dry_at)}" for p in self.pilots
-                if p.dry_at)
+                f"{p.name} {' '.join(f'{t:.2f}' for t in p.dry_at)}" for p in self.pilots if p.dry_at
+            )
         if self.config.link.enabled:
             link = self.link_stats()
-            text += (f"; link: {link.sent} references sent, {link.dropped} lost, "
-                     f"{len(self.in_flight)} still on their way, delay mean "
-                     f"{1e3 * link.delay_mean_s:.1f} ms, max {1e3 * link.delay_max_s:.1f} ms")
+            text += (
+                f"; link: {link.sent} references sent, {link.dropped} lost, "
+                f"{len(self.in_flight)} still on their way, delay mean "
+                f"{1e3 * link.delay_mean_s:.1f} ms, max {1e3 * link.delay_max_s:.1f} ms"
+            )
         return text
 
     def link_stats(self) -> LinkStats:
@@ -443,7 +479,8 @@ class WorldNode:
                     self.plan_clocks[i] = None
                     self.messages.append(
                         f"t={self.sim_time:.2f} s {self.names[i]}: lockstep: no reference within "
-                        f"{LOCKSTEP_WAIT_S:g} s of wall time; no longer waited for")
+                        f"{LOCKSTEP_WAIT_S:g} s of wall time; no longer waited for"
+                    )
                 return True
             if now - last_clock >= LOCKSTEP_CLOCK_S:
                 self.pub_clock.publish(self._msg_clock)  # the clock last published
@@ -468,13 +505,16 @@ class WorldNode:
                     self._apply(i, kind, payload, now, state.uav_p[i])
             except Exception as err:  # noqa: BLE001 - one bad message never ends the world
                 self.bad_commands += 1
-                self.messages.append(f"t={now:.3f} s {self.names[i]}: {kind} message not "
-                                     f"applied ({type(err).__name__}: {err})")
+                self.messages.append(
+                    f"t={now:.3f} s {self.names[i]}: {kind} message not applied ({type(err).__name__}: {err})"
+                )
         self._deliver(replan=False)  # those arriving now (no delay, or at the slice's start)
         off = [p.name for p in self.pilots if p.state is PilotState.OFF and not p.landed]
         if flying and off:
-            self.messages.append(f"t={now:.2f} s: {', '.join(off)} switched off in flight; "
-                                 "the flight stops here (every pilot off, the system held)")
+            self.messages.append(
+                f"t={now:.2f} s: {', '.join(off)} switched off in flight; "
+                "the flight stops here (every pilot off, the system held)"
+            )
             for pilot in self.pilots:
                 pilot.off()
         if self.held:
@@ -542,11 +582,15 @@ class WorldNode:
             end = pilot.queue.end
             if not pilot.offer(payload, now):
                 problem = reference_problem(payload)
-                span = (f"[{payload['t'][0]:.4f}, {payload['t'][-1]:.4f}] s" if problem is None
-                        else f"({problem})")
+                span = (
+                    f"[{payload['t'][0]:.4f}, {payload['t'][-1]:.4f}] s"
+                    if problem is None
+                    else f"({problem})"
+                )
                 self.messages.append(
                     f"t={now:.3f} s {pilot.name}: reference {span} rejected "
-                    f"({pilot.state.value}, queue ends {'-' if end is None else f'{end:.4f}'} s)")
+                    f"({pilot.state.value}, queue ends {'-' if end is None else f'{end:.4f}'} s)"
+                )
                 return False
         elif kind == "enable":
             pilot.enable(payload)
@@ -568,10 +612,10 @@ class WorldNode:
         m = ros1.messages()
         zero, rest = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
         self._msg_state = [ros1.quad_state(0.0, zero, rest, zero, zero) for _ in self.names]
-        self._msg_odometry = [ros1.odometry(0.0, f"{name}/body", zero, rest, zero, zero)
-                              for name in self.names]
-        self._msg_load_pose = m.PoseStamped(header=ros1.header(0.0),
-                                            pose=ros1.pose(zero, rest))
+        self._msg_odometry = [
+            ros1.odometry(0.0, f"{name}/body", zero, rest, zero, zero) for name in self.names
+        ]
+        self._msg_load_pose = m.PoseStamped(header=ros1.header(0.0), pose=ros1.pose(zero, rest))
         self._msg_load_odometry = ros1.odometry(0.0, "load", zero, rest, zero, zero)
         self._msg_tension = m.CableTension(header=ros1.header(0.0))
         self._msg_clock = m.Clock()
@@ -583,21 +627,46 @@ class WorldNode:
         # linear velocities in the body frames, all at once
         v_body = np.einsum("nji,nj->ni", quat_to_matrix(state.uav_q), state.uav_v)
         for i in range(self.n):
-            self.pub_state[i].publish(ros1.fill_quad_state(
-                self._msg_state[i], t, state.uav_p[i], state.uav_q[i], state.uav_v[i],
-                state.uav_omega[i], state.rotor_speeds[i], time_stamp=now))
-            self.pub_odometry[i].publish(ros1.fill_odometry(
-                self._msg_odometry[i], t, state.uav_p[i], state.uav_q[i], v_body[i],
-                state.uav_omega[i], time_stamp=now))
+            self.pub_state[i].publish(
+                ros1.fill_quad_state(
+                    self._msg_state[i],
+                    t,
+                    state.uav_p[i],
+                    state.uav_q[i],
+                    state.uav_v[i],
+                    state.uav_omega[i],
+                    state.rotor_speeds[i],
+                    time_stamp=now,
+                )
+            )
+            self.pub_odometry[i].publish(
+                ros1.fill_odometry(
+                    self._msg_odometry[i],
+                    t,
+                    state.uav_p[i],
+                    state.uav_q[i],
+                    v_body[i],
+                    state.uav_omega[i],
+                    time_stamp=now,
+                )
+            )
         if self._slices % self.mocap_every == 0:
             pose = self._msg_load_pose
             pose.header.stamp = now
             ros1.set_pose(pose.pose, state.load_p, state.load_q)
             self.pub_load_pose.publish(pose)
             load_v_body = quat_to_matrix(state.load_q).T @ state.load_v
-            self.pub_load_odometry.publish(ros1.fill_odometry(
-                self._msg_load_odometry, t, state.load_p, state.load_q, load_v_body,
-                state.load_omega, time_stamp=now))
+            self.pub_load_odometry.publish(
+                ros1.fill_odometry(
+                    self._msg_load_odometry,
+                    t,
+                    state.load_p,
+                    state.load_q,
+                    load_v_body,
+                    state.load_omega,
+                    time_stamp=now,
+                )
+            )
             self._msg_tension.header.stamp = now
             self._msg_tension.tension = [float(x) for x in state.cable_tension]
             self.pub_tension.publish(self._msg_tension)
@@ -613,20 +682,24 @@ class WorldNode:
         pilot = self.pilots[i]
         end = pilot.queue.end
         left = max(0.0, end - self.sim_time) if end is not None else 0.0
-        reference = pilot.queue.sample(self.sim_time) if pilot.state is PilotState.TRACKING \
-            else None
+        reference = pilot.queue.sample(self.sim_time) if pilot.state is PilotState.TRACKING else None
         if reference is not None:
-            ref_state = ros1.quad_state(t, reference.p[0], (1, 0, 0, 0), reference.v[0],
-                                        reference.body_rates[0])
+            ref_state = ros1.quad_state(
+                t, reference.p[0], (1, 0, 0, 0), reference.v[0], reference.body_rates[0]
+            )
             rmse = float(np.linalg.norm(reference.p[0] - state.uav_p[i]))
         else:
-            ref_state = ros1.quad_state(t, pilot.hover_position, (1, 0, 0, 0), (0, 0, 0),
-                                        (0, 0, 0))
-            rmse = float(np.linalg.norm(pilot.hover_position - state.uav_p[i])) \
-                if pilot.flying else 0.0
-        return m.Telemetry(header=ros1.header(t), t=t, bridge_type=m.String("SIM"),
-                           bridge_armed=m.Bool(pilot.armed), guard_triggered=m.Bool(False),
-                           num_references_in_queue=len(pilot.queue),
-                           reference_left_duration=left, rmse=rmse, reference=ref_state,
-                           voltage=16.0)
-
+            ref_state = ros1.quad_state(t, pilot.hover_position, (1, 0, 0, 0), (0, 0, 0), (0, 0, 0))
+            rmse = float(np.linalg.norm(pilot.hover_position - state.uav_p[i])) if pilot.flying else 0.0
+        return m.Telemetry(
+            header=ros1.header(t),
+            t=t,
+            bridge_type=m.String("SIM"),
+            bridge_armed=m.Bool(pilot.armed),
+            guard_triggered=m.Bool(False),
+            num_references_in_queue=len(pilot.queue),
+            reference_left_duration=left,
+            rmse=rmse,
+            reference=ref_state,
+            voltage=16.0,
+        )

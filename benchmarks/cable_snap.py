@@ -51,8 +51,10 @@ def energy(sim: Simulator) -> float:
 def snap(model_name: str, dt: float) -> dict:
     config = load_config()
     config = dataclasses.replace(
-        config, simulation=dataclasses.replace(config.simulation, physics_dt=dt),
-        ground=dataclasses.replace(config.ground, cable_snap=model_name))
+        config,
+        simulation=dataclasses.replace(config.simulation, physics_dt=dt),
+        ground=dataclasses.replace(config.ground, cable_snap=model_name),
+    )
     sim = Simulator(config)
     sim.model[layout.M_GRAVITY] = 0.0
     x = sim.x.copy()
@@ -85,8 +87,7 @@ def main() -> None:
     keys = list(rows[0])
     print("  ".join(f"{k:>15}" for k in keys))
     for row in rows:
-        print("  ".join(f"{row[k]:>15}" if isinstance(row[k], str) else f"{row[k]:>15.4g}"
-                        for k in keys))
+        print("  ".join(f"{row[k]:>15}" if isinstance(row[k], str) else f"{row[k]:>15.4g}" for k in keys))
 
 
 if __name__ == "__main__":

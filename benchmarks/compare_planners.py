@@ -67,12 +67,21 @@ CASES = {
     # agile, zero-sideslip, unseen
     "square-zss-1.2": ("square", "zero-sideslip", {"side": 3.0, "speed": 1.2, "corner_radius": 0.6}),
     "circle-zss-1.2": ("circle", "zero-sideslip", {"radius": 1.0, "w": 1.2}),
-    "zandvoort-zss-1.2-r0.6": ("track:zandvoort", "zero-sideslip",
-                               {"track_size": 6.0, "speed": 1.2, "min_radius": 0.6}),
-    "zandvoort-zss-1.2-r0.4": ("track:zandvoort", "zero-sideslip",
-                               {"track_size": 6.0, "speed": 1.2, "min_radius": 0.4}),
-    "zandvoort-zss-1.2": ("track:zandvoort", "zero-sideslip",
-                          {"track_size": 6.0, "speed": 1.2, "min_radius": 0.3}),
+    "zandvoort-zss-1.2-r0.6": (
+        "track:zandvoort",
+        "zero-sideslip",
+        {"track_size": 6.0, "speed": 1.2, "min_radius": 0.6},
+    ),
+    "zandvoort-zss-1.2-r0.4": (
+        "track:zandvoort",
+        "zero-sideslip",
+        {"track_size": 6.0, "speed": 1.2, "min_radius": 0.4},
+    ),
+    "zandvoort-zss-1.2": (
+        "track:zandvoort",
+        "zero-sideslip",
+        {"track_size": 6.0, "speed": 1.2, "min_radius": 0.3},
+    ),
     # the paper's eights
     "eight-2.0": ("eight", "constant", {"ax": 2.0, "ay": 2.0, "w": 0.5}),
     "eight-2.5": ("eight", "constant", {"ax": 2.5, "ay": 2.5, "w": 0.5}),
@@ -80,18 +89,55 @@ CASES = {
     "eight-3.5": ("eight", "constant", {"ax": 3.5, "ay": 3.5, "w": 0.5}),
 }
 GROUPS = {
-    "catalog": ["eight", "eight-slow", "eight-medium", "eight-medium-plus", "eight-fast", "circle",
-                "square", "hover", "pose-to-pose", "zandvoort"],
-    "catalog-zss": ["eight-zss", "eight-slow-zss", "eight-medium-zss", "eight-medium-plus-zss",
-                    "eight-fast-zss", "circle-zss", "square-zss", "zandvoort-zss"],
-    "agile": ["square-zss-1.2", "circle-zss-1.2", "zandvoort-zss-1.2-r0.6",
-              "zandvoort-zss-1.2-r0.4", "zandvoort-zss-1.2"],
+    "catalog": [
+        "eight",
+        "eight-slow",
+        "eight-medium",
+        "eight-medium-plus",
+        "eight-fast",
+        "circle",
+        "square",
+        "hover",
+        "pose-to-pose",
+        "zandvoort",
+    ],
+    "catalog-zss": [
+        "eight-zss",
+        "eight-slow-zss",
+        "eight-medium-zss",
+        "eight-medium-plus-zss",
+        "eight-fast-zss",
+        "circle-zss",
+        "square-zss",
+        "zandvoort-zss",
+    ],
+    "agile": [
+        "square-zss-1.2",
+        "circle-zss-1.2",
+        "zandvoort-zss-1.2-r0.6",
+        "zandvoort-zss-1.2-r0.4",
+        "zandvoort-zss-1.2",
+    ],
     "eights": ["eight-2.0", "eight-2.5", "eight-3.0", "eight-3.5"],
-    "generalist": ["zandvoort", "zandvoort-zss-1.5", "eight-2.0", "eight-2.5", "eight-3.0",
-                   "eight-3.5", "square-zss", "eight-medium"],
+    "generalist": [
+        "zandvoort",
+        "zandvoort-zss-1.5",
+        "eight-2.0",
+        "eight-2.5",
+        "eight-3.0",
+        "eight-3.5",
+        "square-zss",
+        "eight-medium",
+    ],
 }
-KEYS = ("rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m", "longest_slack_s",
-        "max_thrust_ratio", "status")
+KEYS = (
+    "rmse_position_m",
+    "rmse_orientation_deg",
+    "min_uav_distance_m",
+    "longest_slack_s",
+    "max_thrust_ratio",
+    "status",
+)
 
 
 def solve_figures(planner) -> dict:
@@ -100,11 +146,13 @@ def solve_figures(planner) -> dict:
     if not times.size:
         return {}
     report = planner.report()
-    return {"solve_ms_median": float(np.median(times)),
-            "solve_ms_p99": float(np.percentile(times, 99)),
-            "fallback_plans": report.get("fallback_plans", report.get("solver_failures", 0)),
-            "longest_fallback_plans": report.get("longest_fallback_plans", 0),
-            "paced_plans": report.get("paced_plans", 0)}
+    return {
+        "solve_ms_median": float(np.median(times)),
+        "solve_ms_p99": float(np.percentile(times, 99)),
+        "fallback_plans": report.get("fallback_plans", report.get("solver_failures", 0)),
+        "longest_fallback_plans": report.get("longest_fallback_plans", 0),
+        "paced_plans": report.get("paced_plans", 0),
+    }
 
 
 def build_planner(name: str, config, config_path=None, uavs=None):
@@ -128,8 +176,7 @@ def heldout_cases(text: str, config, duration: float) -> dict:
 
     path, seed, count = text.rsplit(":", 2)
     specs = load_distribution(path).sample(int(seed), int(count), config, duration)
-    return {f"heldout-{seed}-{k}": (s.name, s.orientation, dict(s.options))
-            for k, s in enumerate(specs)}
+    return {f"heldout-{seed}-{k}": (s.name, s.orientation, dict(s.options)) for k, s in enumerate(specs)}
 
 
 def compare(planners, cases, duration, uavs=None, config_path=None, force=False, extra=None):
@@ -142,20 +189,38 @@ def compare(planners, cases, duration, uavs=None, config_path=None, force=False,
         reference = make_reference(spec, orientation=orientation, **options)
         check = check_reference(reference, config, duration)
         if not check.flyable and not force:
-            rows.append({"case": case, "planner": "-", "uavs": config.system.n_uavs,
-                         "reference": [spec, orientation, options],
-                         "status": "refused: " + "; ".join(e.message() for e in check.excesses)})
+            rows.append(
+                {
+                    "case": case,
+                    "planner": "-",
+                    "uavs": config.system.n_uavs,
+                    "reference": [spec, orientation, options],
+                    "status": "refused: " + "; ".join(e.message() for e in check.excesses),
+                }
+            )
             print(f"{case:24s} {rows[-1]['status']}", file=sys.stderr, flush=True)
             continue
         for name, planner in built.items():
             result = run_episode(make_backend("embedded", config), planner, reference, duration)
             metrics = {k: result.metrics[k] for k in KEYS}
             metrics.update(solve_figures(planner))
-            rows.append({"case": case, "planner": name, "uavs": config.system.n_uavs,
-                         "reference": [spec, orientation, options], **metrics})
-            print(f"{case:24s} {name:15s} " + " ".join(
-                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                for k, v in metrics.items()), file=sys.stderr, flush=True)
+            rows.append(
+                {
+                    "case": case,
+                    "planner": name,
+                    "uavs": config.system.n_uavs,
+                    "reference": [spec, orientation, options],
+                    **metrics,
+                }
+            )
+            print(
+                f"{case:24s} {name:15s} "
+                + " ".join(
+                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
     return rows
 
 
@@ -165,14 +230,16 @@ def case_names(text: str) -> list[str]:
         names += GROUPS.get(part, [part])
     unknown = [name for name in names if name not in CASES]
     if unknown:
-        raise SystemExit(f"unknown cases {unknown}; expected some of {sorted(CASES)} or a group "
-                         f"{sorted(GROUPS)}")
+        raise SystemExit(
+            f"unknown cases {unknown}; expected some of {sorted(CASES)} or a group {sorted(GROUPS)}"
+        )
     return names
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--planners", default="formation,formation-tilt,teacher")
     parser.add_argument("--cases", default="catalog")
@@ -180,32 +247,36 @@ def main(argv=None):
     parser.add_argument("--config", default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--force", action="store_true", help="fly cases beyond the limits too")
-    parser.add_argument("--heldout", default=None, metavar="TRAIN_TOML:SEED:COUNT",
-                        help="also fly COUNT references drawn from that distribution with SEED")
+    parser.add_argument(
+        "--heldout",
+        default=None,
+        metavar="TRAIN_TOML:SEED:COUNT",
+        help="also fly COUNT references drawn from that distribution with SEED",
+    )
     args = parser.parse_args(argv)
     cases = case_names(args.cases) if args.cases else []
     extra = {}
     if args.heldout:
-        extra = heldout_cases(args.heldout, load_config(args.config, uavs=args.uavs),
-                              args.duration)
+        extra = heldout_cases(args.heldout, load_config(args.config, uavs=args.uavs), args.duration)
         cases += list(extra)
-    rows = compare(args.planners.split(","), cases, args.duration, args.uavs, args.config,
-                   args.force, extra)
-    print("| case | planner | n | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) "
-          "| max thrust | solve median/p99 (ms) | fallbacks (longest run) | status |")
+    rows = compare(args.planners.split(","), cases, args.duration, args.uavs, args.config, args.force, extra)
+    print(
+        "| case | planner | n | pos RMSE (m) | att RMSE (deg) | min dist (m) | longest slack (s) "
+        "| max thrust | solve median/p99 (ms) | fallbacks (longest run) | status |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r["status"].startswith("refused"):
             print(f"| {r['case']} | | {r['uavs']} | | | | | | | | {r['status']} |")
             continue
-        solve = (f"{r['solve_ms_median']:.1f} / {r['solve_ms_p99']:.1f}"
-                 if "solve_ms_median" in r else "")
-        fallback = (f"{r['fallback_plans']} ({r['longest_fallback_plans']})"
-                    if "fallback_plans" in r else "")
-        print(f"| {r['case']} | {r['planner']} | {r['uavs']} | {r['rmse_position_m']:.4f} | "
-              f"{r['rmse_orientation_deg']:.2f} | {r['min_uav_distance_m']:.3f} | "
-              f"{r['longest_slack_s']:.2f} | {r['max_thrust_ratio']:.2f} | {solve} | {fallback} | "
-              f"{r['status']} |")
+        solve = f"{r['solve_ms_median']:.1f} / {r['solve_ms_p99']:.1f}" if "solve_ms_median" in r else ""
+        fallback = f"{r['fallback_plans']} ({r['longest_fallback_plans']})" if "fallback_plans" in r else ""
+        print(
+            f"| {r['case']} | {r['planner']} | {r['uavs']} | {r['rmse_position_m']:.4f} | "
+            f"{r['rmse_orientation_deg']:.2f} | {r['min_uav_distance_m']:.3f} | "
+            f"{r['longest_slack_s']:.2f} | {r['max_thrust_ratio']:.2f} | {solve} | {fallback} | "
+            f"{r['status']} |"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

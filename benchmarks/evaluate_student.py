@@ -27,8 +27,14 @@ CASES = {
 
 
 def evaluate(case: str, duration: float, policy: str | None) -> dict:
-    command = [str(Path(sys.executable).with_name("cableload")), "evaluate", *CASES[case],
-               "--duration", str(duration), "--json"]
+    command = [
+        str(Path(sys.executable).with_name("cableload")),
+        "evaluate",
+        *CASES[case],
+        "--duration",
+        str(duration),
+        "--json",
+    ]
     if policy:
         command += ["--policy", policy]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -46,20 +52,25 @@ def main(argv=None):
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     rows = []
-    print("| case | teacher pos (m) / att (deg) | student pos / att | ratio pos / att | "
-          "student min dist (m) | deriv MAE teacher / student (m/s) | infer (ms) | status |")
+    print(
+        "| case | teacher pos (m) / att (deg) | student pos / att | ratio pos / att | "
+        "student min dist (m) | deriv MAE teacher / student (m/s) | infer (ms) | status |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for case in args.cases.split(","):
         row = evaluate(case, args.duration, args.policy)
         rows.append(row)
         t, s = row["teacher"], row["student"]
-        print(f"| {case} | {t['rmse_position_m']:.4f} / {t['rmse_orientation_deg']:.2f} | "
-              f"{s['rmse_position_m']:.4f} / {s['rmse_orientation_deg']:.2f} | "
-              f"{s['rmse_position_m'] / t['rmse_position_m']:.2f} / "
-              f"{s['rmse_orientation_deg'] / t['rmse_orientation_deg']:.2f} | "
-              f"{s['min_uav_distance_m']:.2f} | {t['deriv_mae_mps']:.4f} / "
-              f"{s['deriv_mae_mps']:.4f} | {s.get('infer_ms_median', float('nan')):.2f} | "
-              f"{s['status']} |", flush=True)
+        print(
+            f"| {case} | {t['rmse_position_m']:.4f} / {t['rmse_orientation_deg']:.2f} | "
+            f"{s['rmse_position_m']:.4f} / {s['rmse_orientation_deg']:.2f} | "
+            f"{s['rmse_position_m'] / t['rmse_position_m']:.2f} / "
+            f"{s['rmse_orientation_deg'] / t['rmse_orientation_deg']:.2f} | "
+            f"{s['min_uav_distance_m']:.2f} | {t['deriv_mae_mps']:.4f} / "
+            f"{s['deriv_mae_mps']:.4f} | {s.get('infer_ms_median', float('nan')):.2f} | "
+            f"{s['status']} |",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=float))
 

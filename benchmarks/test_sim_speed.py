@@ -16,8 +16,7 @@ STEPS = 100_000
 
 def config_with(dt, uavs=None):
     config = load_config(uavs=uavs)
-    return dataclasses.replace(config, simulation=dataclasses.replace(config.simulation,
-                                                                      physics_dt=dt))
+    return dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, physics_dt=dt))
 
 
 @pytest.mark.parametrize("dt", [1e-3, 5e-4])
@@ -47,9 +46,10 @@ def test_batched_closed_loop(benchmark):
 def test_single_core_closed_loop_with_effects(benchmark, effects):
     """The optional effects' cost, n = 3 at 1 ms: the onboard IMU and estimate, then with the
     sloshing ball and the batteries too."""
-    overrides = {"imu": ["imu.enabled=true"],
-                 "imu+ball+battery": ["imu.enabled=true", "ball.enabled=true",
-                                      "battery.enabled=true"]}[effects]
+    overrides = {
+        "imu": ["imu.enabled=true"],
+        "imu+ball+battery": ["imu.enabled=true", "ball.enabled=true", "battery.enabled=true"],
+    }[effects]
     sim = prepared_simulator(load_config(overrides=overrides))
     run_closed_loop(sim, 1000)
     benchmark.pedantic(run_closed_loop, args=(sim, STEPS), rounds=5, iterations=1)

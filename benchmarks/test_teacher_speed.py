@@ -39,7 +39,9 @@ def test_teacher_plan_time(benchmark, uavs):
     benchmark.pedantic(one_period, rounds=200, iterations=1)
     times = np.array(planner.solve_times) * 1e3
     report = planner.report()
-    benchmark.extra_info.update(solve_ms_median=float(np.median(times)),
-                                solve_ms_p99=float(np.percentile(times, 99)),
-                                sqp_iterations_mean=float(np.mean(planner.iterations[-200:])))
+    benchmark.extra_info.update(
+        solve_ms_median=float(np.median(times)),
+        solve_ms_p99=float(np.percentile(times, 99)),
+        sqp_iterations_mean=float(np.mean(planner.iterations[-200:])),
+    )
     assert report["fallback_plans"] == 0 and report["paced_plans"] == 0

@@ -31,23 +31,29 @@ from learners.network import StudentNet
 
 def network_of(entry: str, config) -> StudentNet:
     if entry.startswith("prior:"):
-        return StudentNet(dataclasses.replace(config.network, zero_init=True,
-                                              prior=entry.split(":", 1)[1])).eval()
+        return StudentNet(
+            dataclasses.replace(config.network, zero_init=True, prior=entry.split(":", 1)[1])
+        ).eval()
     path = Path(entry)
     net, _ = load_checkpoint(path / "student.pt" if path.is_dir() else path)
     return net.eval()
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", default="learners/configs/generalist.toml")
     parser.add_argument("--set", action="append", default=[])
-    parser.add_argument("--duration", type=float, default=None,
-                        help="seconds per draw (default: the config's dagger.eval_s)")
-    parser.add_argument("--hover-calibration", action="store_true",
-                        help="subtract each network's hover residual, as a flown policy of the "
-                             "load-yaw frame may (DAgger's validation flies the raw network)")
+    parser.add_argument(
+        "--duration", type=float, default=None, help="seconds per draw (default: the config's dagger.eval_s)"
+    )
+    parser.add_argument(
+        "--hover-calibration",
+        action="store_true",
+        help="subtract each network's hover residual, as a flown policy of the "
+        "load-yaw frame may (DAgger's validation flies the raw network)",
+    )
     parser.add_argument("entries", nargs="+")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -55,16 +61,19 @@ def main(argv=None) -> None:
     if args.set:
         config = _train_config_with(args.config, config, args.set)
     if args.duration:
-        config = dataclasses.replace(config, dagger=dataclasses.replace(config.dagger,
-                                                                        eval_s=args.duration))
+        config = dataclasses.replace(config, dagger=dataclasses.replace(config.dagger, eval_s=args.duration))
     references = validation_references(config)
     for entry in args.entries:
-        row = _evaluate(network_of(entry, config), config, references,
-                        hover_calibration=args.hover_calibration)
+        row = _evaluate(
+            network_of(entry, config), config, references, hover_calibration=args.hover_calibration
+        )
         score = validation_score(row)
-        print(f"{entry}: position {row['eval_rmse_position_m']:.4f} m, attitude "
-              f"{row['eval_rmse_orientation_deg']:.2f} deg, {row['eval_status']}, "
-              f"score {score:.2f}", flush=True)
+        print(
+            f"{entry}: position {row['eval_rmse_position_m']:.4f} m, attitude "
+            f"{row['eval_rmse_orientation_deg']:.2f} deg, {row['eval_status']}, "
+            f"score {score:.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -57,13 +57,19 @@ def _bound_text(low: float | None, high: float | None, low_open: bool, high_open
     return " and ".join(parts)
 
 
-def number(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-           high_open: bool = False, unit: str = "", name: str = "") -> Check:
+def number(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    unit: str = "",
+    name: str = "",
+) -> Check:
     """A finite real number (an int is taken as a float) within the bounds given; ``name``
     words it (default: "a number" and the bounds)."""
     bounds = _bound_text(low, high, low_open, high_open)
-    expects = (name or ("a number" + (f" {bounds}" if bounds else ""))) + (
-        f" ({unit})" if unit else "")
+    expects = (name or ("a number" + (f" {bounds}" if bounds else ""))) + (f" ({unit})" if unit else "")
 
     def convert(path, value, error):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -81,16 +87,20 @@ def number(low: float | None = None, high: float | None = None, *, low_open: boo
 
 
 finite = dataclasses.replace(number(name="a finite number"), plural="numbers")
-positive = dataclasses.replace(number(0.0, low_open=True, name="a positive number"),
-                               plural="positive numbers")
-non_negative = dataclasses.replace(number(0.0, name="a non-negative number"),
-                                   plural="non-negative numbers")
+positive = dataclasses.replace(
+    number(0.0, low_open=True, name="a positive number"), plural="positive numbers"
+)
+non_negative = dataclasses.replace(number(0.0, name="a non-negative number"), plural="non-negative numbers")
 
 
 def fraction(high_open: bool = False) -> Check:
     """A number from 0 to 1 (below 1 with ``high_open``)."""
-    return number(0.0, 1.0, high_open=high_open,
-                  name="a fraction from 0 to below 1" if high_open else "a fraction from 0 to 1")
+    return number(
+        0.0,
+        1.0,
+        high_open=high_open,
+        name="a fraction from 0 to below 1" if high_open else "a fraction from 0 to 1",
+    )
 
 
 def integer(low: int | None = None, high: int | None = None) -> Check:
@@ -147,8 +157,11 @@ def text(allow_empty: bool = False) -> Check:
 
 def vector(length: int, item: Check = finite) -> Check:
     """A list of exactly ``length`` values, each passing ``item``; a tuple."""
-    expects = (f"a list of {length} {item.plural}" if item.plural
-               else f"a list of {length} values, each {item.expects}")
+    expects = (
+        f"a list of {length} {item.plural}"
+        if item.plural
+        else f"a list of {length} values, each {item.expects}"
+    )
 
     def convert(path, value, error):
         if not isinstance(value, (list, tuple)) or len(value) != length:
@@ -164,12 +177,14 @@ def sequence(item: Check = finite, *, min_length: int = 1, max_length: int | Non
         size = "a non-empty list of" if min_length == 1 else f"a list of {min_length} or more"
     else:
         size = f"a list of {min_length} to {max_length}"
-    expects = (f"{size} {item.plural}" if item.plural
-               else f"{size} values, each {item.expects}")
+    expects = f"{size} {item.plural}" if item.plural else f"{size} values, each {item.expects}"
 
     def convert(path, value, error):
-        if (not isinstance(value, (list, tuple)) or len(value) < min_length
-                or (max_length is not None and len(value) > max_length)):
+        if (
+            not isinstance(value, (list, tuple))
+            or len(value) < min_length
+            or (max_length is not None and len(value) > max_length)
+        ):
             raise _fail(error, path, expects, value)
         return tuple(item.convert(f"{path}[{k}]", v, error) for k, v in enumerate(value))
 
@@ -224,8 +239,9 @@ def one_or_each(item: Check) -> Check:
 # Tables
 
 
-def table(path: str, value: Any, allowed: Sequence[str] | set[str],
-          error: type[UsageError] = ConfigError) -> dict:
+def table(
+    path: str, value: Any, allowed: Sequence[str] | set[str], error: type[UsageError] = ConfigError
+) -> dict:
     """``value`` if it is a table whose keys are all ``allowed``."""
     if not isinstance(value, dict):
         raise error(f"{path}: expected a table, got {value!r}")
@@ -240,8 +256,13 @@ FIELD_CHECKS: dict[type, Mapping[str, Check]] = {}
 reference prints beside each key (``cableload_sim.cli.reference_docs``)."""
 
 
-def build(cls, path: str, value: Any, checks: Mapping[str, Check],
-          nested: Mapping[str, Callable[[str, Any], Any]] | None = None):
+def build(
+    cls,
+    path: str,
+    value: Any,
+    checks: Mapping[str, Check],
+    nested: Mapping[str, Callable[[str, Any], Any]] | None = None,
+):
     """Dataclass ``cls`` from the table ``value``: each key checked by ``checks[key]`` (or
     built by ``nested[key]``), the defaults for the keys it lacks."""
     nested = nested or {}
@@ -257,8 +278,9 @@ def build(cls, path: str, value: Any, checks: Mapping[str, Check],
     return cls(**kwargs)
 
 
-def require(condition: bool, path: str, expects: str, value: Any,
-            error: type[UsageError] = ConfigError) -> None:
+def require(
+    condition: bool, path: str, expects: str, value: Any, error: type[UsageError] = ConfigError
+) -> None:
     """A rule between values: raise ``error`` (``path: expected ..., got ...``) unless
     ``condition``."""
     if not condition:
@@ -273,8 +295,13 @@ MAX_CONFIG_BYTES = 1 << 20
 """Largest configuration file read (bytes); a TOML configuration is a few kB."""
 
 
-def read_text(path: Path | str, what: str, max_bytes: int = MAX_CONFIG_BYTES,
-              error: type[UsageError] = ConfigError, expected: str = "a TOML file") -> str:
+def read_text(
+    path: Path | str,
+    what: str,
+    max_bytes: int = MAX_CONFIG_BYTES,
+    error: type[UsageError] = ConfigError,
+    expected: str = "a TOML file",
+) -> str:
     """The text of a file, or ``error`` naming it: missing, a folder or a device, larger than
     ``max_bytes``, unreadable or not UTF-8 text. Reads at most ``max_bytes + 1`` bytes."""
     path = Path(path)
@@ -288,13 +315,16 @@ def read_text(path: Path | str, what: str, max_bytes: int = MAX_CONFIG_BYTES,
     except OSError as err:
         raise error(f"{what} {str(path)!r}: cannot be read ({err.strerror})") from None
     if len(data) > max_bytes:
-        raise error(f"{what} {str(path)!r} is larger than {max_bytes} bytes; expected "
-                    f"{expected} of {_size(max_bytes)} at most")
+        raise error(
+            f"{what} {str(path)!r} is larger than {max_bytes} bytes; expected "
+            f"{expected} of {_size(max_bytes)} at most"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise error(f"{what} {str(path)!r} is not UTF-8 text (byte {err.start}); expected "
-                    f"{expected}") from None
+        raise error(
+            f"{what} {str(path)!r} is not UTF-8 text (byte {err.start}); expected {expected}"
+        ) from None
 
 
 def _size(n: int) -> str:

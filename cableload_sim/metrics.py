@@ -68,8 +68,9 @@ class EpisodeMetrics:
         self._t_first = math.nan
         self._t_last = math.nan
 
-    def update(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray,
-               scored: np.ndarray | None = None) -> None:
+    def update(
+        self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray, scored: np.ndarray | None = None
+    ) -> None:
         """Add ``samples`` (k samples) with the load reference at the same times (k, 3), (k, 4).
         ``scored`` (k,) bool: the samples the tracking errors (RMSE) are taken over (None:
         all), e.g. a flight from the ground's airborne ones."""
@@ -77,22 +78,19 @@ class EpisodeMetrics:
         if k == 0:
             return
         if samples.n_uavs != self.system.n_uavs:
-            raise ValueError(f"samples: {samples.n_uavs} quadrotors, the system has "
-                             f"{self.system.n_uavs}")
+            raise ValueError(f"samples: {samples.n_uavs} quadrotors, the system has {self.system.n_uavs}")
         keep = slice(None) if scored is None else np.asarray(scored, dtype=bool)
         self._scored += k if scored is None else int(np.count_nonzero(keep))
         self._position_sq += float(np.sum((samples.load_p[keep] - ref_p[keep]) ** 2))
-        self._angle_sq += float(np.sum(quat_angle_between(samples.load_q[keep],
-                                                          ref_q[keep]) ** 2))
-        self._min_distance = float(np.min([self._min_distance,
-                                           uav_distances(samples.uav_p).min()]))
-        self._max_thrust = float(np.max([self._max_thrust,
-                                         thrust_ratios(samples.rotor_speeds, self.system).max()]))
+        self._angle_sq += float(np.sum(quat_angle_between(samples.load_q[keep], ref_q[keep]) ** 2))
+        self._min_distance = float(np.min([self._min_distance, uav_distances(samples.uav_p).min()]))
+        self._max_thrust = float(
+            np.max([self._max_thrust, thrust_ratios(samples.rotor_speeds, self.system).max()])
+        )
         slack = samples.cable_tension <= 0.0
         self._slack_samples += int(np.count_nonzero(np.any(slack, axis=1)))
         for cable in range(slack.shape[1]):
-            longest, self._slack_run[cable] = _longest_run(slack[:, cable],
-                                                           int(self._slack_run[cable]))
+            longest, self._slack_run[cable] = _longest_run(slack[:, cable], int(self._slack_run[cable]))
             self._longest_slack = max(self._longest_slack, longest)
         if self.count == 0:
             self._t_first = float(samples.t[0])
@@ -103,14 +101,19 @@ class EpisodeMetrics:
         count = self.count
         if count == 0:
             nan = float("nan")
-            return {"rmse_position_m": nan, "rmse_orientation_deg": nan,
-                    "min_uav_distance_m": nan, "slack_fraction": nan, "longest_slack_s": 0.0,
-                    "max_thrust_ratio": nan, "sim_time_s": 0.0}
+            return {
+                "rmse_position_m": nan,
+                "rmse_orientation_deg": nan,
+                "min_uav_distance_m": nan,
+                "slack_fraction": nan,
+                "longest_slack_s": 0.0,
+                "max_thrust_ratio": nan,
+                "sim_time_s": 0.0,
+            }
         spacing = (self._t_last - self._t_first) / (count - 1) if count > 1 else 0.0
         return {
             "rmse_position_m": math.sqrt(self._position_sq / max(self._scored, 1)),
-            "rmse_orientation_deg": math.degrees(math.sqrt(self._angle_sq
-                                                           / max(self._scored, 1))),
+            "rmse_orientation_deg": math.degrees(math.sqrt(self._angle_sq / max(self._scored, 1))),
             "min_uav_distance_m": self._min_distance,
             "slack_fraction": self._slack_samples / count,
             "longest_slack_s": self._longest_slack * spacing,
@@ -119,8 +122,9 @@ class EpisodeMetrics:
         }
 
 
-def episode_metrics(samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray,
-                    system: SystemParams) -> dict:
+def episode_metrics(
+    samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray, system: SystemParams
+) -> dict:
     """The standard metrics of an episode held whole (see ``EpisodeMetrics``)."""
     metrics = EpisodeMetrics(system)
     metrics.update(samples, ref_p, ref_q)

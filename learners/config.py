@@ -166,8 +166,7 @@ def _field_check(name: str, default) -> checks.Check:
 
 def _build(cls, path: str, table: dict):
     defaults = cls()
-    fields = {f.name: _field_check(f.name, getattr(defaults, f.name))
-              for f in dataclasses.fields(cls)}
+    fields = {f.name: _field_check(f.name, getattr(defaults, f.name)) for f in dataclasses.fields(cls)}
     try:
         return checks.build(cls, path, table, fields)
     except ValueError as err:
@@ -183,55 +182,85 @@ def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
     checks = [
         ("dagger.rounds", d.rounds, d.rounds >= 1, "at least 1"),
         ("dagger.epochs", d.epochs, d.epochs >= 0, "at least 0"),
-        ("dagger.episodes_per_round", d.episodes_per_round, d.episodes_per_round >= 1,
-         "at least 1"),
-        ("dagger.episode_s", d.episode_s, d.episode_s >= MIN_EPISODE_S,
-         f"at least {MIN_EPISODE_S:g} s"),
+        ("dagger.episodes_per_round", d.episodes_per_round, d.episodes_per_round >= 1, "at least 1"),
+        ("dagger.episode_s", d.episode_s, d.episode_s >= MIN_EPISODE_S, f"at least {MIN_EPISODE_S:g} s"),
         ("dagger.trajectories", d.trajectories, len(d.trajectories) >= 1, "at least one name"),
-        ("dagger.orientation", d.orientation, d.orientation in ("constant", "zero-sideslip",
-                                                                "both"),
-         "constant, zero-sideslip or both"),
-        ("dagger.trajectory_order", d.trajectory_order, d.trajectory_order in ("alternate",
-                                                                              "sample"),
-         "alternate or sample"),
+        (
+            "dagger.orientation",
+            d.orientation,
+            d.orientation in ("constant", "zero-sideslip", "both"),
+            "constant, zero-sideslip or both",
+        ),
+        (
+            "dagger.trajectory_order",
+            d.trajectory_order,
+            d.trajectory_order in ("alternate", "sample"),
+            "alternate or sample",
+        ),
         ("dagger.disturbance_rounds", d.disturbance_rounds, 0 <= d.disturbance_rounds, ">= 0"),
         ("dagger.disturbance_force", d.disturbance_force, d.disturbance_force >= 0, ">= 0"),
         ("dagger.disturbance_torque", d.disturbance_torque, d.disturbance_torque >= 0, ">= 0"),
-        ("dagger.eval_s", d.eval_s, d.eval_s == 0 or d.eval_s >= MIN_EPISODE_S,
-         f"0 (no evaluation) or at least {MIN_EPISODE_S:g} s"),
+        (
+            "dagger.eval_s",
+            d.eval_s,
+            d.eval_s == 0 or d.eval_s >= MIN_EPISODE_S,
+            f"0 (no evaluation) or at least {MIN_EPISODE_S:g} s",
+        ),
         ("dagger.select", d.select, d.select in ("best", "last"), "'best' or 'last'"),
         ("dagger.start_jitter_m", d.start_jitter_m, 0 <= d.start_jitter_m <= 0.5, "in [0, 0.5]"),
-        ("training.batch_size", config.training.batch_size, config.training.batch_size >= 1,
-         "at least 1"),
-        ("training.learning_rate", config.training.learning_rate,
-         config.training.learning_rate > 0, "positive"),
-        ("training.learning_rate_final", config.training.learning_rate_final,
-         config.training.learning_rate_final > 0, "positive"),
+        ("training.batch_size", config.training.batch_size, config.training.batch_size >= 1, "at least 1"),
+        (
+            "training.learning_rate",
+            config.training.learning_rate,
+            config.training.learning_rate > 0,
+            "positive",
+        ),
+        (
+            "training.learning_rate_final",
+            config.training.learning_rate_final,
+            config.training.learning_rate_final > 0,
+            "positive",
+        ),
         ("training.workers", config.training.workers, config.training.workers >= 0, ">= 0"),
-        ("training.torch_threads", t.torch_threads, t.torch_threads >= 0,
-         ">= 0 (0: one per core)"),
+        ("training.torch_threads", t.torch_threads, t.torch_threads >= 0, ">= 0 (0: one per core)"),
         ("training.weight_decay", t.weight_decay, t.weight_decay >= 0, ">= 0"),
-        ("training.train_nodes", config.training.train_nodes,
-         1 <= config.training.train_nodes <= 21, "between 1 and 21"),
+        (
+            "training.train_nodes",
+            config.training.train_nodes,
+            1 <= config.training.train_nodes <= 21,
+            "between 1 and 21",
+        ),
         ("dagger.seed", d.seed, d.seed >= 0, ">= 0"),
-        ("dagger.validation_seed", d.validation_seed,
-         d.validation_seed >= 0 and d.validation_seed != d.seed, ">= 0 and not dagger.seed"),
-        ("dagger.validation_episodes", d.validation_episodes, d.validation_episodes >= 1,
-         "at least 1"),
-        ("dagger.perturb_rounds", d.perturb_rounds, 0 <= d.perturb_rounds <= d.rounds,
-         "between 0 and dagger.rounds"),
+        (
+            "dagger.validation_seed",
+            d.validation_seed,
+            d.validation_seed >= 0 and d.validation_seed != d.seed,
+            ">= 0 and not dagger.seed",
+        ),
+        ("dagger.validation_episodes", d.validation_episodes, d.validation_episodes >= 1, "at least 1"),
+        (
+            "dagger.perturb_rounds",
+            d.perturb_rounds,
+            0 <= d.perturb_rounds <= d.rounds,
+            "between 0 and dagger.rounds",
+        ),
         ("dagger.beta_max", d.beta_max, 0.0 <= d.beta_max <= 1.0, "between 0 and 1"),
-        ("dagger.perturb_share", d.perturb_share, 0.0 <= d.perturb_share <= 1.0,
-         "between 0 and 1"),
+        ("dagger.perturb_share", d.perturb_share, 0.0 <= d.perturb_share <= 1.0, "between 0 and 1"),
         ("training.ema", t.ema, 0.0 <= t.ema < 1.0, "in [0, 1) (0: no average)"),
-        ("training.node_weight_s", t.node_weight_s, t.node_weight_s >= 0.0,
-         ">= 0 s (0: every node alike)"),
-        ("dagger.perturb_load_mass", d.perturb_load_mass, 1.0 <= d.perturb_load_mass <= 3.0,
-         "between 1 and 3"),
-        ("dagger.perturb_attachment_m", d.perturb_attachment_m,
-         0.0 <= d.perturb_attachment_m <= 0.1, "between 0 and 0.1 m"),
-        ("dagger.perturb_cable_m", d.perturb_cable_m, 0.0 <= d.perturb_cable_m <= 0.2,
-         "between 0 and 0.2 m"),
+        ("training.node_weight_s", t.node_weight_s, t.node_weight_s >= 0.0, ">= 0 s (0: every node alike)"),
+        (
+            "dagger.perturb_load_mass",
+            d.perturb_load_mass,
+            1.0 <= d.perturb_load_mass <= 3.0,
+            "between 1 and 3",
+        ),
+        (
+            "dagger.perturb_attachment_m",
+            d.perturb_attachment_m,
+            0.0 <= d.perturb_attachment_m <= 0.1,
+            "between 0 and 0.1 m",
+        ),
+        ("dagger.perturb_cable_m", d.perturb_cable_m, 0.0 <= d.perturb_cable_m <= 0.2, "between 0 and 0.2 m"),
     ]
     for name, value, ok, expected in checks:
         if not ok:
@@ -254,8 +283,7 @@ def _check_trajectories(config: TrainConfig, source: str) -> None:
                 raise ConfigError(f"{source}:dagger.trajectories: {err}") from None
 
 
-def check_references_flyable(config: TrainConfig, system_config, force: bool = False,
-                             warn=None) -> None:
+def check_references_flyable(config: TrainConfig, system_config, force: bool = False, warn=None) -> None:
     """Every training reference, in every orientation it is flown with, within what the system
     can fly over an episode (``feasibility.require_flyable``)."""
     from cableload_sim.physics.feasibility import require_flyable
@@ -268,8 +296,9 @@ def check_references_flyable(config: TrainConfig, system_config, force: bool = F
     duration = max(d.episode_s, d.eval_s)
     for name in d.trajectories:
         for orientation in orientations:
-            require_flyable(make_reference(name, orientation=orientation), system_config,
-                            duration, force, warn)
+            require_flyable(
+                make_reference(name, orientation=orientation), system_config, duration, force, warn
+            )
 
 
 def train_config_from_dict(data: dict, source: str = "train config") -> TrainConfig:
@@ -285,12 +314,15 @@ def train_config_from_dict(data: dict, source: str = "train config") -> TrainCon
         dagger=_build(DaggerConfig, f"{source}:dagger", data.get("dagger", {})),
         training=_build(TrainingConfig, f"{source}:training", data.get("training", {})),
         system_config=system,
-        references=None if "references" not in data else distribution_from_table(
-            data["references"], f"{source}:references"),
+        references=None
+        if "references" not in data
+        else distribution_from_table(data["references"], f"{source}:references"),
     )
     if config.references is not None and "trajectories" in data.get("dagger", {}):
-        raise ConfigError(f"{source}: give either dagger.trajectories (named references) or a "
-                          "[references] table (a distribution), not both")
+        raise ConfigError(
+            f"{source}: give either dagger.trajectories (named references) or a "
+            "[references] table (a distribution), not both"
+        )
     return validate(config, source)
 
 
@@ -299,6 +331,5 @@ def load_train_config(path: str | Path) -> TrainConfig:
     data = checks.read_toml(path, "training config")
     config = train_config_from_dict(data, str(path))
     if config.system_config != "paper" and not Path(config.system_config).is_absolute():
-        config = dataclasses.replace(config,
-                                     system_config=str(path.parent / config.system_config))
+        config = dataclasses.replace(config, system_config=str(path.parent / config.system_config))
     return config

@@ -50,6 +50,7 @@ from planners.student import (
 class TrainingDiverged(CableloadError):
     """The training loss or the weights stopped being finite; nothing is saved or exported."""
 
+
 # ---------------------------------------------------------------------------------------------
 # Collecting episodes (runs in worker processes)
 
@@ -61,8 +62,15 @@ class DaggerPlanner:
 
     name = "dagger"
 
-    def __init__(self, teacher, student: StudentPlanner, beta: float, rng: np.random.Generator,
-                 record_within: float = 1.0, truth=None):
+    def __init__(
+        self,
+        teacher,
+        student: StudentPlanner,
+        beta: float,
+        rng: np.random.Generator,
+        record_within: float = 1.0,
+        truth=None,
+    ):
         self.record_within = record_within
         self.truth = truth
         """None, or a callable giving the true ``WorldState`` now: the teacher then plans (and
@@ -91,9 +99,14 @@ class DaggerPlanner:
         near = np.linalg.norm(state.load_p - reference.sample(state.t).p[0]) < self.record_within
         for i, (e, label) in enumerate(zip(encoded, labels)):
             if near and e.is_finite() and label.is_finite():
-                target = np.hstack([e.to_frame(label.p - e.origin),
-                                    e.to_frame(label.body_rates), e.to_frame(label.v),
-                                    e.to_frame(label.a)])
+                target = np.hstack(
+                    [
+                        e.to_frame(label.p - e.origin),
+                        e.to_frame(label.body_rates),
+                        e.to_frame(label.v),
+                        e.to_frame(label.a),
+                    ]
+                )
                 self.records.append((e.ego, e.load, e.ref, e.prior, target, state.t, i))
         if self.beta > 0.0 and self.rng.random() < self.beta:
             self.student_decisions += 1
@@ -105,10 +118,13 @@ class DaggerPlanner:
             raise RuntimeError("the episode recorded no sample")
         ego, load, ref, prior, target, t, quad = zip(*self.records)
         return {
-            "ego": np.asarray(ego, dtype=np.float32), "load": np.asarray(load, dtype=np.float32),
-            "ref": np.asarray(ref, dtype=np.float32), "prior": np.asarray(prior, dtype=np.float32),
+            "ego": np.asarray(ego, dtype=np.float32),
+            "load": np.asarray(load, dtype=np.float32),
+            "ref": np.asarray(ref, dtype=np.float32),
+            "prior": np.asarray(prior, dtype=np.float32),
             "target": np.asarray(target, dtype=np.float32),
-            "t": np.asarray(t), "quad": np.asarray(quad, dtype=np.int16),
+            "t": np.asarray(t),
+            "quad": np.asarray(quad, dtype=np.int16),
             "episode": np.full(len(t), episode, dtype=np.int32),
         }
 
@@ -145,8 +161,9 @@ def _system_config(path: str, uavs: int | None = None, overrides: tuple[str, ...
 
     key = ("system", path, uavs, tuple(overrides))
     if key not in _WORKER_CACHE:
-        _WORKER_CACHE[key] = load_config(None if path == "paper" else path, uavs=uavs,
-                                         overrides=tuple(overrides))
+        _WORKER_CACHE[key] = load_config(
+            None if path == "paper" else path, uavs=uavs, overrides=tuple(overrides)
+        )
     return _WORKER_CACHE[key]
 
 
@@ -155,8 +172,7 @@ def _teacher(system_path: str, uavs: int | None = None, overrides: tuple[str, ..
 
     key = ("teacher", system_path, uavs, tuple(overrides))
     if key not in _WORKER_CACHE:
-        _WORKER_CACHE[key] = TeacherPlanner.from_config(_system_config(system_path, uavs,
-                                                                       overrides))
+        _WORKER_CACHE[key] = TeacherPlanner.from_config(_system_config(system_path, uavs, overrides))
     return _WORKER_CACHE[key]
 
 
@@ -168,9 +184,9 @@ def _with_mismatch(config, mismatch: dict | None):
 
     params = MismatchParams(
         load_mass_scale=float(mismatch["load_mass_scale"]),
-        attachment_offsets=tuple(tuple(map(float, row)) for row in
-                                 mismatch["attachment_offsets"]),
-        cable_length_deltas=tuple(map(float, mismatch["cable_length_deltas"])))
+        attachment_offsets=tuple(tuple(map(float, row)) for row in mismatch["attachment_offsets"]),
+        cable_length_deltas=tuple(map(float, mismatch["cable_length_deltas"])),
+    )
     return dataclasses.replace(config, mismatch=params)
 
 
@@ -186,15 +202,18 @@ def draw_mismatch(d, n: int, rng: np.random.Generator, flyable=None) -> dict:
     for _ in range(MISMATCH_DRAWS):
         mismatch = {
             "load_mass_scale": float(rng.uniform(1.0, d.perturb_load_mass)),
-            "attachment_offsets": rng.uniform(-d.perturb_attachment_m, d.perturb_attachment_m,
-                                              (n, 3)).round(4).tolist(),
-            "cable_length_deltas": rng.uniform(-d.perturb_cable_m, d.perturb_cable_m,
-                                               n).round(4).tolist()}
+            "attachment_offsets": rng.uniform(-d.perturb_attachment_m, d.perturb_attachment_m, (n, 3))
+            .round(4)
+            .tolist(),
+            "cable_length_deltas": rng.uniform(-d.perturb_cable_m, d.perturb_cable_m, n).round(4).tolist(),
+        }
         if flyable is None or flyable(mismatch):
             return mismatch
-    raise UsageError(f"dagger.perturb_*: none of {MISMATCH_DRAWS} perturbed systems of {n} "
-                     "quadrotors can hover; expected smaller perturb_load_mass, "
-                     "perturb_attachment_m or perturb_cable_m")
+    raise UsageError(
+        f"dagger.perturb_*: none of {MISMATCH_DRAWS} perturbed systems of {n} "
+        "quadrotors can hover; expected smaller perturb_load_mass, "
+        "perturb_attachment_m or perturb_cable_m"
+    )
 
 
 def hover_possible(config, mismatch: dict) -> bool:
@@ -228,32 +247,50 @@ def collect_episode(task: EpisodeTask) -> dict:
     else:
         policy = _never_called
     student = StudentPlanner.from_config(
-        config, policy, history, frame=task.config["network"]["frame"],
+        config,
+        policy,
+        history,
+        frame=task.config["network"]["frame"],
         prior=task.config["network"]["prior"],
-        prior_converge_s=task.config["network"]["prior_converge_s"])
+        prior_converge_s=task.config["network"]["prior_converge_s"],
+    )
     rng = np.random.default_rng(task.seed)
     backend = make_backend("embedded", config)
     sees_truth = task.config["dagger"].get("teacher_sees_truth", True) and config.sensing.enabled
-    planner = DaggerPlanner(_teacher(task.system_config, task.uavs, task.overrides), student,
-                            task.beta, rng, truth=backend.sim.world_state if sees_truth else None)
-    reference = make_reference(task.trajectory, orientation=task.orientation,
-                               **(task.options or {}))
+    planner = DaggerPlanner(
+        _teacher(task.system_config, task.uavs, task.overrides),
+        student,
+        task.beta,
+        rng,
+        truth=backend.sim.world_state if sees_truth else None,
+    )
+    reference = make_reference(task.trajectory, orientation=task.orientation, **(task.options or {}))
     p0, q0 = reference.start_pose()
     jitter = task.config["dagger"]["start_jitter_m"]
     p0 = p0 + rng.uniform(-jitter, jitter, size=3)
     disturbance = WrenchDisturbance(*task.disturbance) if task.disturbance else None
     scenario = Scenario(load_p=p0, load_q=q0, seed=task.seed, disturbance=disturbance)
-    result = run_episode(backend, planner, reference,
-                         task.config["dagger"]["episode_s"], scenario,
-                         collision_distance=config.simulation.collision_distance_m,
-                         divergence_distance=config.simulation.divergence_distance_m)
+    result = run_episode(
+        backend,
+        planner,
+        reference,
+        task.config["dagger"]["episode_s"],
+        scenario,
+        collision_distance=config.simulation.collision_distance_m,
+        divergence_distance=config.simulation.divergence_distance_m,
+    )
     arrays = planner.arrays(task.episode)
-    return {"arrays": arrays, "status": result.status.value,
-            "reference": f"{task.trajectory} ({task.orientation})",
-            "uavs": config.system.n_uavs, "perturbed": bool(task.mismatch),
-            "rmse_position_m": result.metrics["rmse_position_m"],
-            "student_decisions": planner.student_decisions,
-            "wall_s": time.perf_counter() - start, "episode": task.episode}
+    return {
+        "arrays": arrays,
+        "status": result.status.value,
+        "reference": f"{task.trajectory} ({task.orientation})",
+        "uavs": config.system.n_uavs,
+        "perturbed": bool(task.mismatch),
+        "rmse_position_m": result.metrics["rmse_position_m"],
+        "student_decisions": planner.student_decisions,
+        "wall_s": time.perf_counter() - start,
+        "episode": task.episode,
+    }
 
 
 def _never_called(*_):
@@ -275,8 +312,7 @@ class LocalExecutor:
         if self.workers == 1:
             return [fn(task) for task in tasks]
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                             mp_context=get_context("spawn"))
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=get_context("spawn"))
         return list(self._pool.map(fn, tasks))
 
     def close(self) -> None:
@@ -293,15 +329,15 @@ class RayExecutor:
         try:
             import ray
         except ImportError as err:
-            raise CableloadError("the ray executor needs Ray: pip install "
-                                 "'cableload[cluster]'") from err
+            raise CableloadError("the ray executor needs Ray: pip install 'cableload[cluster]'") from err
         self.ray = ray
         if not ray.is_initialized():
             if address:
                 ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
             else:
-                ray.init(num_cpus=num_cpus, ignore_reinit_error=True, log_to_driver=False,
-                         include_dashboard=False)
+                ray.init(
+                    num_cpus=num_cpus, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False
+                )
         self._remote = {}
 
     def map(self, fn: Callable, tasks: list) -> list:
@@ -363,8 +399,7 @@ class WeightAverage:
 
 def prior_targets(prior: np.ndarray) -> np.ndarray:
     """The prior laid out as the targets: p, w, v, a per node."""
-    return np.concatenate([prior[..., 0:3], prior[..., 12:15], prior[..., 3:6], prior[..., 6:9]],
-                          axis=-1)
+    return np.concatenate([prior[..., 0:3], prior[..., 12:15], prior[..., 3:6], prior[..., 6:9]], axis=-1)
 
 
 def data_stats(data: dict, residual: bool = True) -> dict:
@@ -395,16 +430,20 @@ OUTPUT_STD_FLOOR = np.array([0.05] * 3 + [0.5] * 3 + [0.2] * 3 + [1.0] * 3)
 """Smallest scales of p (m), w (rad/s), v (m/s), a (m/s^2) in the loss."""
 
 
-def loss_terms(out: dict, target: torch.Tensor, std: torch.Tensor,
-               huber: bool = True, weights: torch.Tensor | None = None) -> torch.Tensor:
+def loss_terms(
+    out: dict,
+    target: torch.Tensor,
+    std: torch.Tensor,
+    huber: bool = True,
+    weights: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Mean losses of the normalized errors of p, w, v, a (4,): squared, or Huber (quadratic
     below one standard deviation, linear above, so the rare labels of wild states do not
     swamp the rest); ``weights`` (nodes,), mean 1, weigh the horizon's nodes."""
     prediction = torch.cat([out["p"], out["w"], out["v"], out["a"]], dim=-1)
     error = (prediction - target) / std
     if huber:
-        loss = 2.0 * nn.functional.huber_loss(error, torch.zeros_like(error), reduction="none",
-                                              delta=1.0)
+        loss = 2.0 * nn.functional.huber_loss(error, torch.zeros_like(error), reduction="none", delta=1.0)
     else:
         loss = error**2
     if weights is not None:
@@ -424,9 +463,18 @@ def node_weights(nodes: torch.Tensor, horizon_s: float) -> torch.Tensor | None:
     return weights / weights.mean()
 
 
-def train_epochs(net: StudentNet, optimizer, data, epochs: int, batch_size: int,
-                 generator: torch.Generator, progress=None, nodes: int = 21,
-                 after_step: Callable[[], None] | None = None, weight_s: float = 0.0) -> float:
+def train_epochs(
+    net: StudentNet,
+    optimizer,
+    data,
+    epochs: int,
+    batch_size: int,
+    generator: torch.Generator,
+    progress=None,
+    nodes: int = 21,
+    after_step: Callable[[], None] | None = None,
+    weight_s: float = 0.0,
+) -> float:
     """Train ``epochs`` passes over ``data`` (``learners.store.Samples``, streamed a batch at
     a time, or a dict of arrays), each batch's loss on ``nodes`` random horizon nodes
     (``after_step`` is called after each optimizer step; ``weight_s``: ``node_weights``);
@@ -442,19 +490,21 @@ def train_epochs(net: StudentNet, optimizer, data, epochs: int, batch_size: int,
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size].numpy()
             batch = {name: torch.as_tensor(value) for name, value in samples.gather(idx).items()}
-            chosen = torch.sort(torch.randperm(batch["target"].shape[1],
-                                               generator=generator)[:nodes])[0]
-            out = net.predict(batch["ego"], batch["load"], batch["ref"], batch["prior"],
-                              nodes=chosen, with_jerk=False)
-            loss = loss_terms(out, batch["target"][:, chosen], std,
-                              weights=node_weights(chosen, weight_s)).sum()
+            chosen = torch.sort(torch.randperm(batch["target"].shape[1], generator=generator)[:nodes])[0]
+            out = net.predict(
+                batch["ego"], batch["load"], batch["ref"], batch["prior"], nodes=chosen, with_jerk=False
+            )
+            loss = loss_terms(
+                out, batch["target"][:, chosen], std, weights=node_weights(chosen, weight_s)
+            ).sum()
             value = loss.item()
             if not np.isfinite(value):
                 rate = optimizer.param_groups[0]["lr"]
                 raise TrainingDiverged(
                     f"the training loss became {value} (epoch {epoch}, batch "
                     f"{start // batch_size}, learning rate {rate:g}); lower "
-                    "training.learning_rate")
+                    "training.learning_rate"
+                )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -475,8 +525,7 @@ def check_finite_weights(net: StudentNet) -> None:
     """Refuse (``TrainingDiverged``) a network with a non-finite weight or normalization."""
     for name, tensor in list(net.named_parameters()) + list(net.named_buffers()):
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise TrainingDiverged(f"network weight {name!r} is not finite; lower "
-                                   "training.learning_rate")
+            raise TrainingDiverged(f"network weight {name!r} is not finite; lower training.learning_rate")
 
 
 RECORD_BYTES_PER_NODE = 4 * (REF_FEATURES + PRIOR_FEATURES + 4 * 3)
@@ -495,26 +544,26 @@ def dataset_bytes(config: TrainConfig, n_uavs: int, planner_rate_hz: float) -> f
 
 
 def _check_dataset_fits(config: TrainConfig, system_config) -> None:
-    needed = 2.0 * dataset_bytes(config, system_config.system.n_uavs,
-                                 system_config.simulation.planner_rate_hz)
+    needed = 2.0 * dataset_bytes(
+        config, system_config.system.n_uavs, system_config.simulation.planner_rate_hz
+    )
     available = available_memory()
     if available is not None and needed > available:
         raise ResourceError(
             f"training on {config.dagger.rounds} rounds of {config.dagger.episodes_per_round} "
             f"episodes of {config.dagger.episode_s:g} s needs about {gigabytes(needed)} of "
             f"memory for the dataset, {gigabytes(available)} are available; expected shorter "
-            "or fewer episodes")
+            "or fewer episodes"
+        )
 
 
-def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng,
-                  system_config) -> ReferenceSpec:
+def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng, system_config) -> ReferenceSpec:
     """The reference of one episode, for ``system_config`` (its number of quadrotors)."""
     d = config.dagger
     if config.references is not None:
         return config.references.draw(rng, system_config, d.episode_s)
     if d.trajectory_order == "alternate":
-        trajectory = d.trajectories[(round_index * d.episodes_per_round + episode)
-                                    % len(d.trajectories)]
+        trajectory = d.trajectories[(round_index * d.episodes_per_round + episode) % len(d.trajectories)]
     else:
         trajectory = d.trajectories[int(rng.integers(len(d.trajectories)))]
     orientation = d.orientation
@@ -545,9 +594,12 @@ def validation_references(config: TrainConfig) -> list[tuple[ReferenceSpec, int 
     return [(ReferenceSpec(d.trajectories[0], orientation), n) for n in counts]
 
 
-def _evaluate(net: StudentNet, config: TrainConfig,
-              references: list[tuple[ReferenceSpec, int | None]],
-              hover_calibration: bool = False) -> dict:
+def _evaluate(
+    net: StudentNet,
+    config: TrainConfig,
+    references: list[tuple[ReferenceSpec, int | None]],
+    hover_calibration: bool = False,
+) -> dict:
     """The student alone on each validation reference: mean RMSE, worst status. DAgger flies
     the raw network; ``hover_calibration`` subtracts its hover residual as a flown policy of the
     load-yaw frame may (``StudentPlanner.hover_residual``)."""
@@ -558,23 +610,33 @@ def _evaluate(net: StudentNet, config: TrainConfig,
     positions, orientations, statuses = [], [], []
     for spec, n in references:
         system_config = training_system(config, n)
-        student = StudentPlanner.from_config(system_config, TorchPolicy(net),
-                                             net.config.history, frame=net.config.frame,
-                                             prior=net.config.prior,
-                                             prior_converge_s=net.config.prior_converge_s,
-                                             hover_calibration=hover_calibration)
-        result = run_episode(make_backend("embedded", system_config), student, spec.build(),
-                             d.eval_s,
-                             collision_distance=system_config.simulation.collision_distance_m,
-                             divergence_distance=system_config.simulation.divergence_distance_m)
+        student = StudentPlanner.from_config(
+            system_config,
+            TorchPolicy(net),
+            net.config.history,
+            frame=net.config.frame,
+            prior=net.config.prior,
+            prior_converge_s=net.config.prior_converge_s,
+            hover_calibration=hover_calibration,
+        )
+        result = run_episode(
+            make_backend("embedded", system_config),
+            student,
+            spec.build(),
+            d.eval_s,
+            collision_distance=system_config.simulation.collision_distance_m,
+            divergence_distance=system_config.simulation.divergence_distance_m,
+        )
         positions.append(result.metrics["rmse_position_m"])
         orientations.append(result.metrics["rmse_orientation_deg"])
         statuses.append(result.status.value)
     failed = [status for status in statuses if status != "completed"]
-    return {"eval_rmse_position_m": float(np.mean(positions)),
-            "eval_rmse_orientation_deg": float(np.mean(orientations)),
-            "eval_status": failed[0] if failed else "completed",
-            "eval_completed": len(statuses) - len(failed)}
+    return {
+        "eval_rmse_position_m": float(np.mean(positions)),
+        "eval_rmse_orientation_deg": float(np.mean(orientations)),
+        "eval_status": failed[0] if failed else "completed",
+        "eval_completed": len(statuses) - len(failed),
+    }
 
 
 def learning_rate(config: TrainConfig, round_index: int) -> float:
@@ -584,9 +646,18 @@ def learning_rate(config: TrainConfig, round_index: int) -> float:
     return t.learning_rate * (t.learning_rate_final / t.learning_rate) ** fraction
 
 
-def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
-          executor: str = "local", address: str | None = None, progress: bool = True,
-          stop_after: int | None = None, force: bool = False, warn=None) -> dict:
+def train(
+    config: TrainConfig,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    executor: str = "local",
+    address: str | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    force: bool = False,
+    warn=None,
+) -> dict:
     """Run (or resume) DAgger; returns the summary. ``stop_after`` ends after that many rounds
     have completed in this call (tests). A training reference beyond what the system can fly
     is refused, or with ``force`` reported through ``warn`` (``feasibility.require_flyable``)."""
@@ -603,20 +674,22 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
     if resume:
         stored = store.read_config()
         if stored != json.loads(json.dumps(resolved, default=float)):
-            raise UsageError(f"{out_dir}: the stored run used another configuration; resume "
-                             "it with the same one or start a new directory")
+            raise UsageError(
+                f"{out_dir}: the stored run used another configuration; resume "
+                "it with the same one or start a new directory"
+            )
         done = store.completed_rounds()
     else:
         if store.completed_rounds() or store.has_shard(0):
-            raise OutputExistsError(f"{out_dir} already holds a run; use --resume to continue "
-                                    "it")
+            raise OutputExistsError(f"{out_dir} already holds a run; use --resume to continue it")
         store.write_config(resolved)
         done = []
     d = config.dagger
     torch.manual_seed(d.seed)
     net = StudentNet(config.network)
-    optimizer = torch.optim.Adam(net.parameters(), lr=config.training.learning_rate,
-                                 weight_decay=config.training.weight_decay)
+    optimizer = torch.optim.Adam(
+        net.parameters(), lr=config.training.learning_rate, weight_decay=config.training.weight_decay
+    )
     first = 0
     average = WeightAverage(net, config.training.ema)
     if done:
@@ -626,8 +699,9 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
         if "training_state_dict" in data:  # the checkpoint's network is the average
             net = copy.deepcopy(saved)
             net.load_state_dict(data["training_state_dict"])
-        optimizer = torch.optim.Adam(net.parameters(), lr=config.training.learning_rate,
-                                     weight_decay=config.training.weight_decay)
+        optimizer = torch.optim.Adam(
+            net.parameters(), lr=config.training.learning_rate, weight_decay=config.training.weight_decay
+        )
         optimizer.load_state_dict(data["optimizer"])
         average = WeightAverage(net, config.training.ema, steps=int(data.get("ema_steps", 0)))
         if average.average is not net:
@@ -639,8 +713,14 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
     beta = betas(d.rounds, d.beta_max)
     completed_now = 0
     try:
-        rounds_bar = tqdm(range(first, d.rounds), desc="DAgger rounds", unit="round",
-                          disable=not progress, initial=first, total=d.rounds)
+        rounds_bar = tqdm(
+            range(first, d.rounds),
+            desc="DAgger rounds",
+            unit="round",
+            disable=not progress,
+            initial=first,
+            total=d.rounds,
+        )
         for k in rounds_bar:
             t_round = time.perf_counter()
             rng = np.random.default_rng([d.seed, k])
@@ -654,25 +734,37 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
                     system = training_system(config, n)
                     spec = _episode_plan(config, k, e, rng, system)
                     # drawn only when asked for: configs without it keep their draws
-                    shared = (d.perturb_share > 0 and k >= 1
-                              and bool(rng.random() < d.perturb_share))
+                    shared = d.perturb_share > 0 and k >= 1 and bool(rng.random() < d.perturb_share)
                     perturbed = k >= d.rounds - d.perturb_rounds or shared
-                    mismatch = (draw_mismatch(d, system.system.n_uavs, rng,
-                                              functools.partial(hover_possible, system))
-                                if perturbed else None)
+                    mismatch = (
+                        draw_mismatch(d, system.system.n_uavs, rng, functools.partial(hover_possible, system))
+                        if perturbed
+                        else None
+                    )
                     disturbed = k >= d.rounds - d.disturbance_rounds or shared
-                    tasks.append(EpisodeTask(
-                        config=resolved, system_config=config.system_config, round_index=k,
-                        episode=e, beta=float(beta[k]), trajectory=spec.name,
-                        orientation=spec.orientation,
-                        disturbance=(d.disturbance_force, d.disturbance_torque) if disturbed
-                        else None,
-                        policy=policy, seed=int(rng.integers(2**31)),
-                        options=dict(spec.options), uavs=n, overrides=d.system_overrides,
-                        mismatch=mismatch))
+                    tasks.append(
+                        EpisodeTask(
+                            config=resolved,
+                            system_config=config.system_config,
+                            round_index=k,
+                            episode=e,
+                            beta=float(beta[k]),
+                            trajectory=spec.name,
+                            orientation=spec.orientation,
+                            disturbance=(d.disturbance_force, d.disturbance_torque) if disturbed else None,
+                            policy=policy,
+                            seed=int(rng.integers(2**31)),
+                            options=dict(spec.options),
+                            uavs=n,
+                            overrides=d.system_overrides,
+                            mismatch=mismatch,
+                        )
+                    )
                 collected = pool.map(collect_episode, tasks)
-                shard = {key: np.concatenate([c["arrays"][key] for c in collected])
-                         for key in collected[0]["arrays"]}
+                shard = {
+                    key: np.concatenate([c["arrays"][key] for c in collected])
+                    for key in collected[0]["arrays"]
+                }
                 store.write_shard(k, shard)
             t_collect = time.perf_counter() - t_round
             data = store.open_shards(k)
@@ -682,13 +774,22 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, k)
             generator = torch.Generator().manual_seed(d.seed * 1000 + k)
-            epoch_bar = tqdm(total=d.epochs, desc=f"round {k} epochs", unit="epoch",
-                             leave=False, disable=not progress)
+            epoch_bar = tqdm(
+                total=d.epochs, desc=f"round {k} epochs", unit="epoch", leave=False, disable=not progress
+            )
             try:
-                loss = train_epochs(net, optimizer, data, d.epochs, config.training.batch_size,
-                                    generator, epoch_bar, config.training.train_nodes,
-                                    after_step=average.update,
-                                    weight_s=config.training.node_weight_s)
+                loss = train_epochs(
+                    net,
+                    optimizer,
+                    data,
+                    d.epochs,
+                    config.training.batch_size,
+                    generator,
+                    epoch_bar,
+                    config.training.train_nodes,
+                    after_step=average.update,
+                    weight_s=config.training.node_weight_s,
+                )
             except TrainingDiverged as err:
                 raise TrainingDiverged(
                     f"{out_dir}: round {k}: {err}; no checkpoint of this round was saved and no "
@@ -697,12 +798,31 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             finally:
                 epoch_bar.close()
             t_train = time.perf_counter() - t_round - t_collect
-            row = {"round": k, "beta": float(beta[k]), "samples": len(data),
-                   "loss": loss, "collect_s": t_collect, "train_s": t_train,
-                   "episodes": [{k2: c[k2] for k2 in ("reference", "uavs", "perturbed", "status",
-                                                      "rmse_position_m",
-                                                      "student_decisions", "wall_s")}
-                                for c in collected] if collected else "reused"}
+            row = {
+                "round": k,
+                "beta": float(beta[k]),
+                "samples": len(data),
+                "loss": loss,
+                "collect_s": t_collect,
+                "train_s": t_train,
+                "episodes": [
+                    {
+                        k2: c[k2]
+                        for k2 in (
+                            "reference",
+                            "uavs",
+                            "perturbed",
+                            "status",
+                            "rmse_position_m",
+                            "student_decisions",
+                            "wall_s",
+                        )
+                    }
+                    for c in collected
+                ]
+                if collected
+                else "reused",
+            }
             if d.eval_s > 0:
                 t_eval = time.perf_counter()
                 row.update(_evaluate(average.average, config, validation))
@@ -712,8 +832,9 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             summary.append(row)
             store.write_summary(summary)
             save_checkpoint_with_optimizer(store, k, average, optimizer, resolved)
-            rounds_bar.set_postfix(loss=f"{loss:.4f}",
-                                   rmse=f"{row.get('eval_rmse_position_m', float('nan')):.3f}")
+            rounds_bar.set_postfix(
+                loss=f"{loss:.4f}", rmse=f"{row.get('eval_rmse_position_m', float('nan')):.3f}"
+            )
             completed_now += 1
             if stop_after is not None and completed_now >= stop_after:
                 break
@@ -727,16 +848,23 @@ def train(config: TrainConfig, out_dir: str | Path, *, resume: bool = False,
             net, _ = load_checkpoint(store.checkpoint_path(chosen))
         check_finite_weights(net)
         row = next(r for r in summary if r["round"] == chosen)
-        calibration = (hover_calibration_choice(net, config, validation, row)
-                       if validation else {})
-        export_policy(net, Path(out_dir) / "policy", system=system_config.system,
-                      info={"trained_on": (list(d.trajectories) if config.references is None
-                                           else "references"),
-                            "orientation": d.orientation,
-                            "rounds": d.rounds, "epochs": d.epochs, "selected_round": chosen,
-                            "selection": d.select, "samples": row["samples"],
-                            **{k: row[k] for k in row if k.startswith("eval_")},
-                            **calibration})
+        calibration = hover_calibration_choice(net, config, validation, row) if validation else {}
+        export_policy(
+            net,
+            Path(out_dir) / "policy",
+            system=system_config.system,
+            info={
+                "trained_on": (list(d.trajectories) if config.references is None else "references"),
+                "orientation": d.orientation,
+                "rounds": d.rounds,
+                "epochs": d.epochs,
+                "selected_round": chosen,
+                "selection": d.select,
+                "samples": row["samples"],
+                **{k: row[k] for k in row if k.startswith("eval_")},
+                **calibration,
+            },
+        )
         plot_summary(summary, Path(out_dir) / "training_summary.png", chosen)
     return {"rounds": summary}
 
@@ -747,8 +875,7 @@ def validation_score(row: dict) -> float:
     return row["eval_rmse_position_m"] / 0.01 + row["eval_rmse_orientation_deg"] / 1.0
 
 
-def hover_calibration_choice(net: StudentNet, config: TrainConfig, validation: list,
-                             row: dict) -> dict:
+def hover_calibration_choice(net: StudentNet, config: TrainConfig, validation: list, row: dict) -> dict:
     """Whether the policy flies with its hover residual subtracted
     (``StudentPlanner.hover_residual``), chosen on the validation draws like the round: the
     chosen round (``row``, flown raw) flown again calibrated; calibrated only when that scores
@@ -758,11 +885,14 @@ def hover_calibration_choice(net: StudentNet, config: TrainConfig, validation: l
         return {"hover_calibration": False}
     calibrated = _evaluate(net, config, validation, hover_calibration=True)
     better = calibrated["eval_status"] == "completed" and (
-        row["eval_status"] != "completed" or validation_score(calibrated) < validation_score(row))
-    return {"hover_calibration": bool(better),
-            "hover_calibrated_eval": {k: calibrated[k] for k in
-                                      ("eval_rmse_position_m", "eval_rmse_orientation_deg",
-                                       "eval_status")}}
+        row["eval_status"] != "completed" or validation_score(calibrated) < validation_score(row)
+    )
+    return {
+        "hover_calibration": bool(better),
+        "hover_calibrated_eval": {
+            k: calibrated[k] for k in ("eval_rmse_position_m", "eval_rmse_orientation_deg", "eval_status")
+        },
+    }
 
 
 def select_round(summary: list[dict], how: str) -> int:
@@ -778,12 +908,12 @@ def select_round(summary: list[dict], how: str) -> int:
     return min(summary, key=score)["round"]
 
 
-def save_checkpoint_with_optimizer(store: RunStore, k: int, average: WeightAverage, optimizer,
-                                   resolved) -> None:
+def save_checkpoint_with_optimizer(
+    store: RunStore, k: int, average: WeightAverage, optimizer, resolved
+) -> None:
     """Round ``k``'s student (the average, when there is one) with what resuming needs: the
     optimizer's state and, with an average, the raw weights and the step count."""
-    extra = {"optimizer": optimizer.state_dict(), "round": k, "config": resolved,
-             "ema_steps": average.steps}
+    extra = {"optimizer": optimizer.state_dict(), "round": k, "config": resolved, "ema_steps": average.steps}
     if average.average is not average.net:
         extra["training_state_dict"] = average.net.state_dict()
     atomic_write_bytes(store.checkpoint_path(k), checkpoint_bytes(average.average, extra))
@@ -808,13 +938,13 @@ def plot_summary(summary: list[dict], path: Path, selected: int | None = None) -
         axes[1].set_ylabel("student-only RMSE (m)")
         axes[1].set_xlabel("DAgger round")
         twin = axes[1].twinx()
-        twin.plot(rounds, [r["eval_rmse_orientation_deg"] for r in summary], "s--", color="C1",
-                  label="orientation")
+        twin.plot(
+            rounds, [r["eval_rmse_orientation_deg"] for r in summary], "s--", color="C1", label="orientation"
+        )
         twin.set_ylabel("orientation RMSE (deg)")
         axes[1].grid(True, alpha=0.3)
         if selected is not None:
-            axes[1].axvline(selected, color="k", alpha=0.4, linestyle=":",
-                            label=f"policy (round {selected})")
+            axes[1].axvline(selected, color="k", alpha=0.4, linestyle=":", label=f"policy (round {selected})")
         lines = axes[1].get_legend_handles_labels()
         extra = twin.get_legend_handles_labels()
         axes[1].legend(lines[0] + extra[0], lines[1] + extra[1], fontsize=8, loc="upper right")
@@ -825,4 +955,3 @@ def plot_summary(summary: list[dict], path: Path, selected: int | None = None) -
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
     os.replace(tmp, path)
-

@@ -34,8 +34,18 @@ from cableload_sim.params import ConfigError
 
 FAMILIES = ("eight", "circle", "square", "loop", "wander", "pose-to-pose")
 ORIENTATIONS = ("constant", "zero-sideslip", "oscillating")
-RANGES = ("speed", "size", "min_radius", "height", "z_amplitude", "z_frequency",
-          "yaw_amplitude_deg", "yaw_frequency", "move_distance", "move_tilt_deg")
+RANGES = (
+    "speed",
+    "size",
+    "min_radius",
+    "height",
+    "z_amplitude",
+    "z_frequency",
+    "yaw_amplitude_deg",
+    "yaw_frequency",
+    "move_distance",
+    "move_tilt_deg",
+)
 
 
 @dataclass(frozen=True)
@@ -52,13 +62,15 @@ class ReferenceSpec:
         return make_reference(self.name, orientation=self.orientation, **dict(self.options))
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "orientation": self.orientation,
-                "options": json.loads(json.dumps(dict(self.options)))}
+        return {
+            "name": self.name,
+            "orientation": self.orientation,
+            "options": json.loads(json.dumps(dict(self.options))),
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> ReferenceSpec:
-        return cls(data["name"], data.get("orientation", "constant"),
-                   dict(data.get("options", {})))
+        return cls(data["name"], data.get("orientation", "constant"), dict(data.get("options", {})))
 
     def label(self) -> str:
         return f"{self.name} ({self.orientation})"
@@ -72,12 +84,15 @@ def _frozen(mapping: dict) -> dict:
 class ReferenceDistribution:
     """What ``draw`` samples from; ranges are [low, high], drawn uniformly."""
 
-    families: Mapping = field(default_factory=lambda: _frozen(
-        {"eight": 1.0, "circle": 0.5, "square": 0.5, "loop": 2.0, "wander": 1.5,
-         "pose-to-pose": 0.5}))
+    families: Mapping = field(
+        default_factory=lambda: _frozen(
+            {"eight": 1.0, "circle": 0.5, "square": 0.5, "loop": 2.0, "wander": 1.5, "pose-to-pose": 0.5}
+        )
+    )
     """Relative weight of each family."""
-    orientations: Mapping = field(default_factory=lambda: _frozen(
-        {"constant": 1.0, "zero-sideslip": 1.0, "oscillating": 0.5}))
+    orientations: Mapping = field(
+        default_factory=lambda: _frozen({"constant": 1.0, "zero-sideslip": 1.0, "oscillating": 0.5})
+    )
     """Relative weight of each orientation mode (pose-to-pose moves turn on their own)."""
     speed: tuple[float, float] = (0.3, 1.5)
     """Speed along the path (m/s); eights and circles: their peak speed."""
@@ -107,21 +122,24 @@ class ReferenceDistribution:
         for name in RANGES:
             low, high = getattr(self, name)
             if not (math.isfinite(low) and math.isfinite(high) and 0.0 <= low <= high):
-                raise ConfigError(f"references.{name}: expected [low, high] with 0 <= low <= "
-                                  f"high, got {[low, high]!r}")
+                raise ConfigError(
+                    f"references.{name}: expected [low, high] with 0 <= low <= high, got {[low, high]!r}"
+                )
         for name in ("speed", "size", "min_radius", "height"):
             if getattr(self, name)[0] <= 0.0:
-                raise ConfigError(f"references.{name}: expected a positive low end, got "
-                                  f"{list(getattr(self, name))!r}")
+                raise ConfigError(
+                    f"references.{name}: expected a positive low end, got {list(getattr(self, name))!r}"
+                )
         if not 0.0 <= self.vertical_share <= 1.0:
-            raise ConfigError(f"references.vertical_share: expected a share in [0, 1], got "
-                              f"{self.vertical_share!r}")
+            raise ConfigError(
+                f"references.vertical_share: expected a share in [0, 1], got {self.vertical_share!r}"
+            )
         if not 0.0 < self.thrust_share <= 1.0:
-            raise ConfigError(f"references.thrust_share: expected a share in (0, 1], got "
-                              f"{self.thrust_share!r}")
+            raise ConfigError(
+                f"references.thrust_share: expected a share in (0, 1], got {self.thrust_share!r}"
+            )
         if self.max_redraws < 1:
-            raise ConfigError(f"references.max_redraws: expected at least 1, got "
-                              f"{self.max_redraws!r}")
+            raise ConfigError(f"references.max_redraws: expected at least 1, got {self.max_redraws!r}")
 
     # -----------------------------------------------------------------------------------------
 
@@ -145,9 +163,11 @@ class ReferenceDistribution:
                 except UsageError:
                     continue
                 return spec
-        raise ConfigError(f"references: no flyable reference in {self.max_redraws} draws within "
-                          f"{self.thrust_share:.0%} of the thrust limit and inside the planners' "
-                          "box; expected lower speeds, larger turn radii or shorter episodes")
+        raise ConfigError(
+            f"references: no flyable reference in {self.max_redraws} draws within "
+            f"{self.thrust_share:.0%} of the thrust limit and inside the planners' "
+            "box; expected lower speeds, larger turn radii or shorter episodes"
+        )
 
     def sample(self, seed: int, count: int, config, duration: float) -> list[ReferenceSpec]:
         """``count`` references drawn from ``seed``: the same for the same seed."""
@@ -163,34 +183,51 @@ class ReferenceDistribution:
         orientation = _choose(rng, self.orientations)
         options = {"z": round(height, 3), "rotate_deg": round(float(rng.uniform(-180, 180)), 1)}
         if rng.random() < self.vertical_share:
-            options |= {"z_amplitude": round(uniform("z_amplitude"), 3),
-                        "z_frequency": round(uniform("z_frequency"), 3)}
+            options |= {
+                "z_amplitude": round(uniform("z_amplitude"), 3),
+                "z_frequency": round(uniform("z_frequency"), 3),
+            }
         if orientation == "constant":
             options["yaw_deg"] = round(float(rng.uniform(-180, 180)), 1)
         elif orientation == "oscillating":
-            options |= {"yaw_deg": round(float(rng.uniform(-180, 180)), 1),
-                        "yaw_amplitude_deg": round(uniform("yaw_amplitude_deg"), 1),
-                        "yaw_frequency": round(uniform("yaw_frequency"), 3)}
+            options |= {
+                "yaw_deg": round(float(rng.uniform(-180, 180)), 1),
+                "yaw_amplitude_deg": round(uniform("yaw_amplitude_deg"), 1),
+                "yaw_frequency": round(uniform("yaw_frequency"), 3),
+            }
         radius = uniform("min_radius")
         if family == "eight":
             ax = 0.5 * size
             ay = 0.5 * size * float(rng.uniform(0.5, 1.0))
-            options |= {"ax": round(ax, 3), "ay": round(ay, 3),
-                        "w": round(speed / math.hypot(ax, 2.0 * ay), 4)}
+            options |= {
+                "ax": round(ax, 3),
+                "ay": round(ay, 3),
+                "w": round(speed / math.hypot(ax, 2.0 * ay), 4),
+            }
         elif family == "circle":
             options |= {"radius": round(0.5 * size, 3), "w": round(speed / (0.5 * size), 4)}
         elif family == "square":
             side = size
-            options |= {"side": round(side, 3), "speed": round(speed, 3),
-                        "corner_radius": round(min(radius, 0.4 * side), 3)}
+            options |= {
+                "side": round(side, 3),
+                "speed": round(speed, 3),
+                "corner_radius": round(min(radius, 0.4 * side), 3),
+            }
         elif family == "loop":
-            options |= {"seed": int(rng.integers(2**31)), "harmonics": int(rng.integers(2, 7)),
-                        "size": round(size, 3), "speed": round(speed, 3),
-                        "min_radius": round(min(radius, size / 6.0 - 1e-3), 3)}
+            options |= {
+                "seed": int(rng.integers(2**31)),
+                "harmonics": int(rng.integers(2, 7)),
+                "size": round(size, 3),
+                "speed": round(speed, 3),
+                "min_radius": round(min(radius, size / 6.0 - 1e-3), 3),
+            }
         else:  # wander
-            options |= {"seed": int(rng.integers(2**31)), "speed": round(speed, 3),
-                        "min_radius": round(radius, 3),
-                        "turn_scale": round(float(rng.uniform(3.0, 10.0)), 2)}
+            options |= {
+                "seed": int(rng.integers(2**31)),
+                "speed": round(speed, 3),
+                "min_radius": round(radius, 3),
+                "turn_scale": round(float(rng.uniform(3.0, 10.0)), 2),
+            }
         return ReferenceSpec(family, orientation, options)
 
     def _move(self, rng: np.random.Generator, speed: float, height: float) -> ReferenceSpec:
@@ -198,15 +235,25 @@ class ReferenceDistribution:
         heading = float(rng.uniform(-math.pi, math.pi))
         tilt = self.move_tilt_deg[1]
         start_yaw = float(rng.uniform(-180, 180))
-        goal = [distance * math.cos(heading), distance * math.sin(heading),
-                height + float(rng.uniform(-0.3, 0.3)),
-                float(rng.uniform(-tilt, tilt)), float(rng.uniform(-tilt, tilt)),
-                start_yaw + float(rng.uniform(-180, 180))]
+        goal = [
+            distance * math.cos(heading),
+            distance * math.sin(heading),
+            height + float(rng.uniform(-0.3, 0.3)),
+            float(rng.uniform(-tilt, tilt)),
+            float(rng.uniform(-tilt, tilt)),
+            start_yaw + float(rng.uniform(-180, 180)),
+        ]
         # the smoothstep's peak speed is 35/16 of the average
         duration = max(2.0, 35.0 / 16.0 * distance / speed)
-        return ReferenceSpec("pose-to-pose", "constant", {
-            "start": [0.0, 0.0, round(height, 3), 0.0, 0.0, round(start_yaw, 1)],
-            "goal": [round(g, 3) for g in goal], "duration": round(duration, 2)})
+        return ReferenceSpec(
+            "pose-to-pose",
+            "constant",
+            {
+                "start": [0.0, 0.0, round(height, 3), 0.0, 0.0, round(start_yaw, 1)],
+                "goal": [round(g, 3) for g in goal],
+                "duration": round(duration, 2),
+            },
+        )
 
 
 def _choose(rng: np.random.Generator, weights: Mapping) -> str:
@@ -218,16 +265,16 @@ def _choose(rng: np.random.Generator, weights: Mapping) -> str:
 def _check_weights(what: str, weights: Mapping, known: tuple[str, ...]) -> None:
     unknown = sorted(set(weights) - set(known))
     if unknown:
-        raise ConfigError(f"references.{what}: unknown {unknown[0]!r}; expected some of "
-                          f"{list(known)}")
-    bad = {k: v for k, v in weights.items()
-           if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-           or v < 0.0}
+        raise ConfigError(f"references.{what}: unknown {unknown[0]!r}; expected some of {list(known)}")
+    bad = {
+        k: v
+        for k, v in weights.items()
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0.0
+    }
     if bad:
         raise ConfigError(f"references.{what}: expected non-negative weights, got {bad!r}")
     if not any(v > 0.0 for v in weights.values()):
-        raise ConfigError(f"references.{what}: expected at least one positive weight, got "
-                          f"{dict(weights)!r}")
+        raise ConfigError(f"references.{what}: expected at least one positive weight, got {dict(weights)!r}")
 
 
 def distribution_from_table(table: dict, path: str = "references") -> ReferenceDistribution:
@@ -245,9 +292,11 @@ def distribution_from_table(table: dict, path: str = "references") -> ReferenceD
                 raise ConfigError(f"{path}.{name}: expected a table of weights, got {value!r}")
             values[name] = _frozen(value)
         elif name in RANGES:
-            if (not isinstance(value, list) or len(value) != 2
-                    or not all(isinstance(v, int | float) and not isinstance(v, bool)
-                               for v in value)):
+            if (
+                not isinstance(value, list)
+                or len(value) != 2
+                or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            ):
                 raise ConfigError(f"{path}.{name}: expected [low, high], got {value!r}")
             values[name] = (float(value[0]), float(value[1]))
         elif name == "max_redraws":
@@ -267,8 +316,7 @@ def load_distribution(path) -> ReferenceDistribution:
 
     data = read_toml(path, "reference distribution")
     if "references" not in data:
-        raise ConfigError(f"{path}: no [references] table; expected one (see "
-                          "learners/distribution.py)")
+        raise ConfigError(f"{path}: no [references] table; expected one (see learners/distribution.py)")
     return distribution_from_table(data["references"], f"{path}:references")
 
 
@@ -296,14 +344,20 @@ def preview(specs: list[ReferenceSpec], duration: float, out_dir) -> list:
         ax.plot(*sample.p[0, :2], "o", color=LOAD_COLOR, ms=5)
         every = slice(None, None, 50)
         heading = quat_to_matrix(sample.q[every])[:, :2, 0]
-        ax.quiver(sample.p[every, 0], sample.p[every, 1], heading[:, 0], heading[:, 1],
-                  color=LOAD_COLOR, width=0.006, scale=12)
+        ax.quiver(
+            sample.p[every, 0],
+            sample.p[every, 1],
+            heading[:, 0],
+            heading[:, 1],
+            color=LOAD_COLOR,
+            width=0.006,
+            scale=12,
+        )
         speed = np.linalg.norm(sample.v, axis=1).max()
         ax.set_title(f"{k}: {spec.label()}\npeak {speed:.2f} m/s", fontsize=8)
         ax.set_aspect("equal", adjustable="datalim")
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{len(specs)} references, {duration:g} s each (heading arrows every second)",
-                 fontsize=9)
+    fig.suptitle(f"{len(specs)} references, {duration:g} s each (heading arrows every second)", fontsize=9)
     image = io.BytesIO()
     fig.savefig(image, format="png", dpi=110)
     listing = json.dumps([spec.as_dict() for spec in specs], indent=1).encode()

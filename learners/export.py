@@ -42,12 +42,18 @@ OUTPUTS = ("p", "v", "a", "j", "w")
 POLICIES = Path(__file__).resolve().parent / "policies"
 SHIPPED_POLICY = POLICIES / "paper-eight-medium"
 """The specialist: three quadrotors, trained on eight-medium (the paper's student)."""
-SPECIALISTS = {3: SHIPPED_POLICY, 4: POLICIES / "paper-eight-medium-n4",
-               6: POLICIES / "paper-eight-medium-n6"}
+SPECIALISTS = {
+    3: SHIPPED_POLICY,
+    4: POLICIES / "paper-eight-medium-n4",
+    6: POLICIES / "paper-eight-medium-n6",
+}
 """Students trained on eight-medium (``learners/configs/paper-eight-medium.toml``, with
 ``dagger.uavs = [n]`` for n other than 3), by number of quadrotors."""
-GENERALIST_POLICIES = {3: POLICIES / "generalist-n3", 4: POLICIES / "generalist-n4",
-                       6: POLICIES / "generalist-n6"}
+GENERALIST_POLICIES = {
+    3: POLICIES / "generalist-n3",
+    4: POLICIES / "generalist-n4",
+    6: POLICIES / "generalist-n6",
+}
 """Generalists by number of quadrotors, trained on a distribution of references
 (``learners/configs/generalist.toml``)."""
 
@@ -98,8 +104,14 @@ class PolicySystemWarning(UserWarning):
 
 
 def _interface() -> dict:
-    return {"format": FORMAT, "ego_features": EGO_FEATURES, "load_features": LOAD_FEATURES,
-            "ref_features": REF_FEATURES, "prior_features": PRIOR_FEATURES, "nodes": N_NODES}
+    return {
+        "format": FORMAT,
+        "ego_features": EGO_FEATURES,
+        "load_features": LOAD_FEATURES,
+        "ref_features": REF_FEATURES,
+        "prior_features": PRIOR_FEATURES,
+        "nodes": N_NODES,
+    }
 
 
 def _plain(value):
@@ -116,8 +128,15 @@ def _plain(value):
 
 def checkpoint_bytes(net: StudentNet, extra: dict | None = None) -> bytes:
     buffer = io.BytesIO()
-    torch.save({"interface": _interface(), "network": net.config.to_dict(),
-                "state_dict": net.state_dict(), **_plain(extra or {})}, buffer)
+    torch.save(
+        {
+            "interface": _interface(),
+            "network": net.config.to_dict(),
+            "state_dict": net.state_dict(),
+            **_plain(extra or {}),
+        },
+        buffer,
+    )
     return buffer.getvalue()
 
 
@@ -125,8 +144,9 @@ def read_checkpoint(source: bytes | Path, name: str) -> dict:
     """The contents of a checkpoint (a file or its bytes), read as data only: nothing in it is
     executed. ``name`` is used in error messages."""
     try:
-        data = torch.load(io.BytesIO(source) if isinstance(source, bytes) else source,
-                          map_location="cpu", weights_only=True)
+        data = torch.load(
+            io.BytesIO(source) if isinstance(source, bytes) else source, map_location="cpu", weights_only=True
+        )
     except pickle.UnpicklingError as err:
         lines = [line.strip() for line in str(err).splitlines()]
         reason = next((line for line in lines if "unsupported global" in line.lower()), None)
@@ -134,9 +154,12 @@ def read_checkpoint(source: bytes | Path, name: str) -> dict:
             raise UnsafeCheckpoint(
                 f"{name}: refused: the file holds Python objects besides weights ({reason}); "
                 "a checkpoint may hold only tensors, numbers, strings, lists and dicts, and "
-                "nothing in it was run") from None
-        detail = next((line for line in lines if line.lower().startswith("unsupported")),
-                      lines[0] if lines else type(err).__name__)
+                "nothing in it was run"
+            ) from None
+        detail = next(
+            (line for line in lines if line.lower().startswith("unsupported")),
+            lines[0] if lines else type(err).__name__,
+        )
         raise CorruptCheckpoint(f"{name}: not a readable checkpoint ({detail})") from None
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         raise
@@ -144,8 +167,7 @@ def read_checkpoint(source: bytes | Path, name: str) -> dict:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise CorruptCheckpoint(f"{name}: not a readable checkpoint ({first})") from None
     if not isinstance(data, dict):
-        raise CorruptCheckpoint(f"{name}: expected a checkpoint dict, found a "
-                                f"{type(data).__name__}")
+        raise CorruptCheckpoint(f"{name}: expected a checkpoint dict, found a {type(data).__name__}")
     return data
 
 
@@ -157,11 +179,13 @@ def network_from_checkpoint(data: dict, source: str) -> StudentNet:
     interface = data.get("interface")
     expected = _interface()
     if interface != expected:
-        differences = {k: (interface or {}).get(k) for k in expected
-                       if (interface or {}).get(k) != expected[k]}
+        differences = {
+            k: (interface or {}).get(k) for k in expected if (interface or {}).get(k) != expected[k]
+        }
         raise IncompatibleCheckpoint(
             f"{source}: checkpoint made for another observation or output layout {differences}; "
-            f"this code expects {expected}")
+            f"this code expects {expected}"
+        )
     try:
         config = NetworkConfig(**data["network"])
     except (TypeError, ValueError) as err:
@@ -170,8 +194,9 @@ def network_from_checkpoint(data: dict, source: str) -> StudentNet:
     try:
         net.load_state_dict(data["state_dict"])
     except RuntimeError as err:
-        raise IncompatibleCheckpoint(f"{source}: weights do not fit its network config: "
-                                     f"{str(err).splitlines()[0]}") from err
+        raise IncompatibleCheckpoint(
+            f"{source}: weights do not fit its network config: {str(err).splitlines()[0]}"
+        ) from err
     return net
 
 
@@ -225,8 +250,9 @@ class TorchPolicy:
 
     def __call__(self, ego, load, ref, prior) -> dict:
         with torch_threads(self.threads), torch.inference_mode():
-            out = self._fn(len(ego))(*(torch.as_tensor(x, dtype=torch.float32)
-                                       for x in (ego, load, ref, prior)))
+            out = self._fn(len(ego))(
+                *(torch.as_tensor(x, dtype=torch.float32) for x in (ego, load, ref, prior))
+            )
         return {k: out[k].numpy().astype(np.float64) for k in OUTPUTS}
 
 
@@ -244,17 +270,27 @@ INPUTS = ("ego", "load", "ref", "prior")
 
 
 def _example(batch: int, history: int) -> tuple:
-    return (torch.zeros(batch, history, EGO_FEATURES), torch.zeros(batch, history, LOAD_FEATURES),
-            torch.zeros(batch, N_NODES, REF_FEATURES), torch.zeros(batch, N_NODES, PRIOR_FEATURES))
+    return (
+        torch.zeros(batch, history, EGO_FEATURES),
+        torch.zeros(batch, history, LOAD_FEATURES),
+        torch.zeros(batch, N_NODES, REF_FEATURES),
+        torch.zeros(batch, N_NODES, PRIOR_FEATURES),
+    )
 
 
 def export_onnx(net: StudentNet, path: Path) -> None:
     example = _example(2, net.config.history)
     buffer = io.BytesIO()
-    torch.onnx.export(_OnnxWrapper(net.eval()), example, buffer, dynamo=False,
-                      input_names=list(INPUTS), output_names=list(OUTPUTS),
-                      dynamic_axes={name: {0: "batch"} for name in (*INPUTS, *OUTPUTS)},
-                      opset_version=17)
+    torch.onnx.export(
+        _OnnxWrapper(net.eval()),
+        example,
+        buffer,
+        dynamo=False,
+        input_names=list(INPUTS),
+        output_names=list(OUTPUTS),
+        dynamic_axes={name: {0: "batch"} for name in (*INPUTS, *OUTPUTS)},
+        opset_version=17,
+    )
     atomic_write_bytes(Path(path), buffer.getvalue())
 
 
@@ -268,25 +304,25 @@ class OnnxPolicy:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         try:
-            self.session = ort.InferenceSession(str(path), options,
-                                                providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as err:  # noqa: BLE001 - onnxruntime raises its own, untyped errors
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise CorruptCheckpoint(f"{path}: not a readable ONNX model ({first})") from None
         names = [node.name for node in self.session.get_inputs()]
         if names != list(INPUTS):
-            raise IncompatibleCheckpoint(f"{path}: ONNX model with inputs {names}; this code "
-                                         f"feeds {list(INPUTS)}")
+            raise IncompatibleCheckpoint(
+                f"{path}: ONNX model with inputs {names}; this code feeds {list(INPUTS)}"
+            )
 
     def __call__(self, ego, load, ref, prior) -> dict:
-        out = self.session.run(list(OUTPUTS), {
-            name: np.asarray(x, dtype=np.float32)
-            for name, x in zip(INPUTS, (ego, load, ref, prior))})
+        out = self.session.run(
+            list(OUTPUTS),
+            {name: np.asarray(x, dtype=np.float32) for name, x in zip(INPUTS, (ego, load, ref, prior))},
+        )
         return {k: v.astype(np.float64) for k, v in zip(OUTPUTS, out)}
 
 
-def export_policy(net: StudentNet, out_dir: Path, info: dict | None = None,
-                  system=None) -> None:
+def export_policy(net: StudentNet, out_dir: Path, info: dict | None = None, system=None) -> None:
     """Write ``student.pt``, ``student.onnx`` and ``policy.json`` (human-readable facts, with
     ``system``, the ``SystemParams`` trained on, so that flying another one is noticed)."""
     out_dir = Path(out_dir)
@@ -322,8 +358,9 @@ def system_differences(trained, flown, path: str = "") -> list[str]:
         for key in sorted(trained.keys() | flown.keys()):
             if key not in trained and _neutral(flown[key]):
                 continue  # a field newer than the record, at its neutral default
-            lines += system_differences(trained.get(key), flown.get(key),
-                                        f"{path}.{key}" if path else str(key))
+            lines += system_differences(
+                trained.get(key), flown.get(key), f"{path}.{key}" if path else str(key)
+            )
         return list(dict.fromkeys(lines))
     if isinstance(trained, list | tuple) and isinstance(flown, list | tuple):
         if len(trained) != len(flown):
@@ -333,8 +370,12 @@ def system_differences(trained, flown, path: str = "") -> list[str]:
             lines += system_differences(item_trained, item_flown, f"{path}[*]")
         return list(dict.fromkeys(lines))
     numbers = (int, float)
-    if isinstance(trained, numbers) and isinstance(flown, numbers) \
-            and not isinstance(trained, bool) and not isinstance(flown, bool):
+    if (
+        isinstance(trained, numbers)
+        and isinstance(flown, numbers)
+        and not isinstance(trained, bool)
+        and not isinstance(flown, bool)
+    ):
         if math.isclose(trained, flown, rel_tol=1e-9, abs_tol=1e-12):
             return []
         return [f"{path} = {trained:g} (flying {flown:g})"]
@@ -353,9 +394,12 @@ def check_policy_system(info: dict, system, policy_dir) -> None:
     for, naming what differs, or when the policy does not record it."""
     trained = info.get("system")
     if not isinstance(trained, dict):
-        warnings.warn(f"policy {str(policy_dir)!r} does not record the system it was trained for "
-                      "(policy.json has no 'system'); its plans may not suit this one",
-                      PolicySystemWarning, stacklevel=3)
+        warnings.warn(
+            f"policy {str(policy_dir)!r} does not record the system it was trained for "
+            "(policy.json has no 'system'); its plans may not suit this one",
+            PolicySystemWarning,
+            stacklevel=3,
+        )
         return
     differences = system_differences(trained, _plain(dataclasses.asdict(system)))
     if not differences:
@@ -364,10 +408,14 @@ def check_policy_system(info: dict, system, policy_dir) -> None:
     if n_trained != system.n_uavs:  # the per-quadrotor lists differ in length: said once
         counted = f"{n_trained} entries (flying {system.n_uavs})"
         differences = [f"trained for {n_trained} quadrotors, flying {system.n_uavs}"] + [
-            line for line in differences if not line.endswith(counted)]
+            line for line in differences if not line.endswith(counted)
+        ]
     shown = "; ".join(differences[:4]) + ("; ..." if len(differences) > 4 else "")
-    warnings.warn(f"policy {str(policy_dir)!r} was trained for another system: {shown}",
-                  PolicySystemWarning, stacklevel=3)
+    warnings.warn(
+        f"policy {str(policy_dir)!r} was trained for another system: {shown}",
+        PolicySystemWarning,
+        stacklevel=3,
+    )
 
 
 def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
@@ -384,22 +432,19 @@ def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
     else:
         onnx_path = policy_dir / "student.onnx"
         if not onnx_path.is_file():
-            raise InputMissingError(f"{str(onnx_path)!r} does not exist; export the policy "
-                                    "first")
+            raise InputMissingError(f"{str(onnx_path)!r} does not exist; export the policy first")
         policy = OnnxPolicy(onnx_path)
     return policy, net.config.history, data
 
 
-def student_planner(config, policy: str | Path | None = None, runtime: str = "torch",
-                    reference=None):
+def student_planner(config, policy: str | Path | None = None, runtime: str = "torch", reference=None):
     """The student planner flying the policy in directory ``policy`` (default:
     ``default_policy(reference, n)``) on ``config``'s system, warning when the policy was
     trained for another system (``planners.make_planner("student", config, policy=...,
     runtime=..., reference=...)`` calls this)."""
     from planners.student import StudentPlanner
 
-    policy_dir = (Path(policy) if policy is not None
-                  else default_policy(reference, config.system.n_uavs))
+    policy_dir = Path(policy) if policy is not None else default_policy(reference, config.system.n_uavs)
     callable_policy, history, data = load_policy(policy_dir, runtime)
     info = read_policy_info(policy_dir)
     check_policy_system(info, config.system, policy_dir)
@@ -411,12 +456,20 @@ def student_planner(config, policy: str | Path | None = None, runtime: str = "to
     # in the load-yaw frame. Measured here, not in a first decision
     calibrate = info.get("hover_calibration", frame == "load-yaw")
     if not isinstance(calibrate, bool):
-        raise FileContentError(f"{Path(policy_dir) / 'policy.json'}: hover_calibration: "
-                               f"expected true or false, got {calibrate!r}")
+        raise FileContentError(
+            f"{Path(policy_dir) / 'policy.json'}: hover_calibration: "
+            f"expected true or false, got {calibrate!r}"
+        )
     converge = data.get("network", {}).get("prior_converge_s", PRIOR_CONVERGE_S)
-    planner = StudentPlanner.from_config(config, callable_policy, history, frame=frame,
-                                         prior=prior, hover_calibration=calibrate,
-                                         prior_converge_s=converge)
+    planner = StudentPlanner.from_config(
+        config,
+        callable_policy,
+        history,
+        frame=frame,
+        prior=prior,
+        hover_calibration=calibrate,
+        prior_converge_s=converge,
+    )
     if planner.hover_calibration:
         for i in range(config.system.n_uavs):
             planner.hover_residual(i)

@@ -84,21 +84,34 @@ class NetworkConfig:
     def __post_init__(self):
         if self.decoder not in ("pinn", "mlp"):
             raise ValueError(f"decoder: expected 'pinn' or 'mlp', got {self.decoder!r}")
-        for name in ("history", "channels", "tcn_layers", "kernel", "stream_features", "latent",
-                     "decoder_hidden", "decoder_layers"):
+        for name in (
+            "history",
+            "channels",
+            "tcn_layers",
+            "kernel",
+            "stream_features",
+            "latent",
+            "decoder_hidden",
+            "decoder_layers",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if self.frame not in ("world", "load-yaw"):
             raise ValueError(f"frame: expected 'world' or 'load-yaw', got {self.frame!r}")
         if self.prior not in ("formation-tilt", "formation-wrench", "formation-follow"):
-            raise ValueError("prior: expected 'formation-tilt', 'formation-wrench' or "
-                             f"'formation-follow', got {self.prior!r}")
+            raise ValueError(
+                "prior: expected 'formation-tilt', 'formation-wrench' or "
+                f"'formation-follow', got {self.prior!r}"
+            )
         converge = self.prior_converge_s
-        if (isinstance(converge, bool) or not isinstance(converge, int | float)
-                or not math.isfinite(converge) or converge <= 0.0):
-            raise ValueError("prior_converge_s: expected a positive time (s), got "
-                             f"{converge!r}")
+        if (
+            isinstance(converge, bool)
+            or not isinstance(converge, int | float)
+            or not math.isfinite(converge)
+            or converge <= 0.0
+        ):
+            raise ValueError(f"prior_converge_s: expected a positive time (s), got {converge!r}")
         if not isinstance(self.zero_init, bool):
             raise ValueError(f"zero_init: expected true or false, got {self.zero_init!r}")
         if not isinstance(self.residual, bool):
@@ -122,8 +135,7 @@ class TemporalBlock(nn.Module):
     def __init__(self, channels_in: int, channels: int, kernel: int, gather: list[list[int]]):
         super().__init__()
         self.mix = nn.Linear(kernel * channels_in, channels)
-        self.skip = nn.Linear(channels_in, channels, bias=False) if channels_in != channels \
-            else None
+        self.skip = nn.Linear(channels_in, channels, bias=False) if channels_in != channels else None
         for m, rows in enumerate(gather):
             self.register_buffer(f"rows{m}", torch.tensor(rows, dtype=torch.long))
         self.kernel = kernel
@@ -144,8 +156,7 @@ def _tcn_plan(steps: int, kernel: int, layers: int) -> list[tuple[list[int], lis
     plan = []
     for layer in reversed(range(layers)):
         dilation = 2**layer
-        inputs = sorted({t - m * dilation for t in outputs for m in range(kernel)
-                         if t - m * dilation >= 0})
+        inputs = sorted({t - m * dilation for t in outputs for m in range(kernel) if t - m * dilation >= 0})
         plan.append((inputs, outputs))
         outputs = inputs
     plan.reverse()
@@ -175,8 +186,7 @@ class StreamEncoder(nn.Module):
             dilation = 2**layer
             row_of = {t: r for r, t in enumerate(inputs)}
             zero_row = len(inputs)
-            gather = [[row_of.get(t - m * dilation, zero_row) for t in outputs]
-                      for m in range(config.kernel)]
+            gather = [[row_of.get(t - m * dilation, zero_row) for t in outputs] for m in range(config.kernel)]
             blocks.append(TemporalBlock(channels_in, config.channels, config.kernel, gather))
             channels_in = config.channels
         self.tcn = nn.Sequential(*blocks)
@@ -199,10 +209,13 @@ class StudentNet(nn.Module):
         self.ego = StreamEncoder(EGO_FEATURES, config.history, config)
         self.load = StreamEncoder(LOAD_FEATURES, config.history, config)
         # the reference is read from its far end back to now, so its "last step" is the present
-        self.ref = StreamEncoder(REF_FEATURES + (PRIOR_INPUTS if config.residual else 0),
-                                 N_NODES, config)
-        self.fuse = nn.Sequential(nn.Linear(3 * config.stream_features, config.latent), nn.Tanh(),
-                                  nn.Linear(config.latent, config.latent), nn.Tanh())
+        self.ref = StreamEncoder(REF_FEATURES + (PRIOR_INPUTS if config.residual else 0), N_NODES, config)
+        self.fuse = nn.Sequential(
+            nn.Linear(3 * config.stream_features, config.latent),
+            nn.Tanh(),
+            nn.Linear(config.latent, config.latent),
+            nn.Tanh(),
+        )
         width = config.decoder_hidden
         outputs = 6 if config.decoder == "pinn" else 12
         self.first = nn.Linear(config.latent, width)
@@ -215,8 +228,12 @@ class StudentNet(nn.Module):
         tau = torch.tensor(node_offsets() / HORIZON_S, dtype=torch.float32)
         self.register_buffer("tau", tau)
         # normalization statistics (set from data by ``set_normalization``)
-        for name, size in (("ego", EGO_FEATURES), ("load", LOAD_FEATURES), ("ref", REF_FEATURES),
-                           ("prior", PRIOR_INPUTS)):
+        for name, size in (
+            ("ego", EGO_FEATURES),
+            ("load", LOAD_FEATURES),
+            ("ref", REF_FEATURES),
+            ("prior", PRIOR_INPUTS),
+        ):
             self.register_buffer(f"{name}_mean", torch.zeros(size))
             self.register_buffer(f"{name}_std", torch.ones(size))
         self.register_buffer("out_mean", torch.zeros(12))  # p, w, v, a
@@ -286,10 +303,12 @@ class StudentNet(nn.Module):
             f0, f1, f2 = f0[:, 1:], f1[:, 1:], f2[:, 1:]
             f3 = f3[:, 1:] if with_jerk else None
             scale = std[0:3]
-            out = {"p": scale * (f0[..., 0:3] - start),
-                   "v": scale * f1[..., 0:3] / HORIZON_S,
-                   "a": scale * f2[..., 0:3] / HORIZON_S**2,
-                   "w": mean[3:6] + std[3:6] * f0[..., 3:6]}
+            out = {
+                "p": scale * (f0[..., 0:3] - start),
+                "v": scale * f1[..., 0:3] / HORIZON_S,
+                "a": scale * f2[..., 0:3] / HORIZON_S**2,
+                "w": mean[3:6] + std[3:6] * f0[..., 3:6],
+            }
             if with_jerk:
                 out["j"] = scale * f3[..., 0:3] / HORIZON_S**3
             return out
@@ -299,8 +318,7 @@ class StudentNet(nn.Module):
         raw = mean + std * self.out(y)
         start = raw[:, :1, 0:3]
         raw = raw[:, 1:]
-        out = {"p": raw[..., 0:3] - start, "w": raw[..., 3:6], "v": raw[..., 6:9],
-               "a": raw[..., 9:12]}
+        out = {"p": raw[..., 0:3] - start, "w": raw[..., 3:6], "v": raw[..., 6:9], "a": raw[..., 9:12]}
         if with_jerk:
             out["j"] = _node_gradient(out["a"], tau[1:] * HORIZON_S)
         return out

@@ -72,8 +72,9 @@ class RunStore:
             raise ValueError(f"shard for round {round_index}: missing arrays {missing}")
         final = self.shard_path(round_index)
         if self.has_shard(round_index):
-            raise FileExistsError(f"{final}: the shard of round {round_index} exists; a shard is "
-                                  "written once")
+            raise FileExistsError(
+                f"{final}: the shard of round {round_index} exists; a shard is written once"
+            )
         tmp = final.with_name(f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}-{final.name}")
         tmp.mkdir(parents=True)
         try:
@@ -87,15 +88,13 @@ class RunStore:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def has_shard(self, round_index: int) -> bool:
-        return (self.shard_path(round_index).is_dir()
-                or self._legacy_shard_path(round_index).is_file())
+        return self.shard_path(round_index).is_dir() or self._legacy_shard_path(round_index).is_file()
 
     def read_shard(self, round_index: int) -> dict:
         folder = self.shard_path(round_index)
         if folder.is_dir():
             try:
-                return {name: np.load(folder / f"{name}.npy", mmap_mode="r")
-                        for name in SAMPLE_ARRAYS}
+                return {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in SAMPLE_ARRAYS}
             except (OSError, ValueError) as err:
                 raise FileContentError(f"{folder}: unreadable shard ({err})") from None
         with np.load(self._legacy_shard_path(round_index)) as data:

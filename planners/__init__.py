@@ -15,15 +15,19 @@ from types import MappingProxyType
 
 from cableload_sim.errors import UsageError
 
-_REGISTRY = MappingProxyType({
-    "formation": ("planners.formation:FormationPlanner", {"tilt": False}),
-    "formation-tilt": ("planners.formation:FormationPlanner", {"tilt": True}),
-    "formation-wrench": ("planners.formation:FormationPlanner", {"tilt": True, "wrench": True}),
-    "formation-follow": ("planners.formation:FormationPlanner",
-                         {"tilt": True, "wrench": True, "follow": True}),
-    "teacher": ("planners.teacher:TeacherPlanner", {}),
-    "student": ("learners.export:student_planner", {}),
-})
+_REGISTRY = MappingProxyType(
+    {
+        "formation": ("planners.formation:FormationPlanner", {"tilt": False}),
+        "formation-tilt": ("planners.formation:FormationPlanner", {"tilt": True}),
+        "formation-wrench": ("planners.formation:FormationPlanner", {"tilt": True, "wrench": True}),
+        "formation-follow": (
+            "planners.formation:FormationPlanner",
+            {"tilt": True, "wrench": True, "follow": True},
+        ),
+        "teacher": ("planners.teacher:TeacherPlanner", {}),
+        "student": ("learners.export:student_planner", {}),
+    }
+)
 
 
 def planner_names() -> list[str]:

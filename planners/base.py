@@ -67,9 +67,13 @@ class PlanBounds:
         """The box's corners as arrays and the squared speed, acceleration and body rate
         limits: what the checks compare with (every decision of every quadrotor passes here),
         made once."""
-        return (np.asarray(self.position_min, dtype=float),
-                np.asarray(self.position_max, dtype=float), float(self.max_speed) ** 2,
-                float(self.max_acceleration) ** 2, float(self.max_body_rate) ** 2)
+        return (
+            np.asarray(self.position_min, dtype=float),
+            np.asarray(self.position_max, dtype=float),
+            float(self.max_speed) ** 2,
+            float(self.max_acceleration) ** 2,
+            float(self.max_body_rate) ** 2,
+        )
 
     def violation(self, plan: UavTrajectory) -> str | None:
         """Why ``plan`` may not be flown, or None."""
@@ -113,16 +117,20 @@ class PlanBounds:
             raise UsageError(
                 f"{name}: at t = {times[k]:.2f} s quadrotor {i} would be at "
                 f"{np.round(uav_p[k, i], 2).tolist()} m, outside the allowed box "
-                f"[{lo.tolist()}, {hi.tolist()}] m; the plans reaching it would be replaced")
-        for what, values, limit, unit in (("speed", sample.v, self.max_speed, "m/s"),
-                                          ("acceleration", sample.a, self.max_acceleration,
-                                           "m/s^2")):
+                f"[{lo.tolist()}, {hi.tolist()}] m; the plans reaching it would be replaced"
+            )
+        for what, values, limit, unit in (
+            ("speed", sample.v, self.max_speed, "m/s"),
+            ("acceleration", sample.a, self.max_acceleration, "m/s^2"),
+        ):
             norms = np.linalg.norm(values, axis=1)
             if norms.max() > limit:
                 k = int(np.argmax(norms))
-                raise UsageError(f"{name}: the load's {what} reaches {norms[k]:.3g} {unit} at "
-                                 f"t = {times[k]:.2f} s, above the {limit:g} {unit} a plan may "
-                                 "have; the plans reaching it would be replaced")
+                raise UsageError(
+                    f"{name}: the load's {what} reaches {norms[k]:.3g} {unit} at "
+                    f"t = {times[k]:.2f} s, above the {limit:g} {unit} a plan may "
+                    "have; the plans reaching it would be replaced"
+                )
 
 
 def hover_plan(t: float, position) -> UavTrajectory:

@@ -49,6 +49,8 @@ def flags() -> tuple[str, ...]:
     if level not in OPT_LEVELS:
         raise CodegenError(f"{OPT_ENV}={level!r}: expected one of {', '.join(OPT_LEVELS)}")
     return (level, *FLAGS)
+
+
 RECORD_FORMAT = 1
 
 
@@ -86,10 +88,8 @@ def compiler_identity(command: str) -> str | None:
     if shutil.which(command) is None:
         return None
     try:
-        version = subprocess.run([command, "--version"], capture_output=True, text=True,
-                                 timeout=30)
-        target = subprocess.run([command, "-dumpmachine"], capture_output=True, text=True,
-                                timeout=30)
+        version = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=30)
+        target = subprocess.run([command, "-dumpmachine"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     if version.returncode != 0:
@@ -122,19 +122,25 @@ def cache_dir(create: bool = True) -> Path:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as err:
             if not path.is_dir():
-                raise CodegenError(f"cannot create the compiled-code cache {str(path)!r} "
-                                   f"({err.strerror}); set CABLELOAD_CACHE to a folder of your "
-                                   "own") from None
+                raise CodegenError(
+                    f"cannot create the compiled-code cache {str(path)!r} "
+                    f"({err.strerror}); set CABLELOAD_CACHE to a folder of your "
+                    "own"
+                ) from None
     if path.is_dir():
         info = path.stat()
         if hasattr(os, "getuid") and info.st_uid != os.getuid():
-            raise CodegenError(f"compiled-code cache {str(path)!r} belongs to user {info.st_uid}, "
-                               f"not to you ({os.getuid()}): its code would run as yours; set "
-                               "CABLELOAD_CACHE to a folder of your own")
+            raise CodegenError(
+                f"compiled-code cache {str(path)!r} belongs to user {info.st_uid}, "
+                f"not to you ({os.getuid()}): its code would run as yours; set "
+                "CABLELOAD_CACHE to a folder of your own"
+            )
         if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise CodegenError(f"compiled-code cache {str(path)!r} is writable by others "
-                               f"(mode {stat.S_IMODE(info.st_mode):o}): anyone could replace the "
-                               f"code it runs; chmod go-w {str(path)!r} or set CABLELOAD_CACHE")
+            raise CodegenError(
+                f"compiled-code cache {str(path)!r} is writable by others "
+                f"(mode {stat.S_IMODE(info.st_mode):o}): anyone could replace the "
+                f"code it runs; chmod go-w {str(path)!r} or set CABLELOAD_CACHE"
+            )
     return path
 
 
@@ -146,9 +152,12 @@ def _verified(library: Path, source_key: str) -> bool:
     """Whether ``library`` is exactly the file its record describes, built for this key."""
     try:
         record = json.loads(_record_path(library).read_text())
-        return (record.get("format") == RECORD_FORMAT and record.get("key") == source_key
-                and record.get("cpu") == cpu_identity()
-                and record.get("sha256") == _file_sha256(library))
+        return (
+            record.get("format") == RECORD_FORMAT
+            and record.get("key") == source_key
+            and record.get("cpu") == cpu_identity()
+            and record.get("sha256") == _file_sha256(library)
+        )
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -188,8 +197,9 @@ def sweep_stale(folder: Path) -> list[Path]:
     return removed
 
 
-def _build(folder: Path, name: str, source: str, library: Path, source_key: str,
-           command: str, identity: str) -> None:
+def _build(
+    folder: Path, name: str, source: str, library: Path, source_key: str, command: str, identity: str
+) -> None:
     sweep_stale(folder)
     work = folder / f".build-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
@@ -197,19 +207,27 @@ def _build(folder: Path, name: str, source: str, library: Path, source_key: str,
         c_file = work / f"{name}.c"
         c_file.write_text(source)
         built = work / library.name
-        result = subprocess.run([command, *flags(), str(c_file), "-o", str(built), "-lm"],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [command, *flags(), str(c_file), "-o", str(built), "-lm"], capture_output=True, text=True
+        )
         if result.returncode != 0:
-            raise CodegenError(f"compiling {name} with {command!r} failed:\n"
-                               f"{result.stderr[-2000:]}")
-        record = {"format": RECORD_FORMAT, "key": source_key, "sha256": _file_sha256(built),
-                  "compiler": identity, "flags": list(flags()), "cpu": cpu_identity()}
+            raise CodegenError(f"compiling {name} with {command!r} failed:\n{result.stderr[-2000:]}")
+        record = {
+            "format": RECORD_FORMAT,
+            "key": source_key,
+            "sha256": _file_sha256(built),
+            "compiler": identity,
+            "flags": list(flags()),
+            "cpu": cpu_identity(),
+        }
         os.replace(built, library)
         atomic_write_bytes(_record_path(library), json.dumps(record, indent=1).encode())
     except OSError as err:
-        raise CodegenError(f"cannot build {name} in the compiled-code cache {str(folder)!r} "
-                           f"({err.strerror or err}); set CABLELOAD_CACHE to a writable folder "
-                           "of your own") from None
+        raise CodegenError(
+            f"cannot build {name} in the compiled-code cache {str(folder)!r} "
+            f"({err.strerror or err}); set CABLELOAD_CACHE to a writable folder "
+            "of your own"
+        ) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -231,9 +249,11 @@ def compile_functions(name: str, functions: list[ca.Function]) -> dict[str, ca.F
     library = next((c for c in candidates if _verified(c, source_key)), None)
     if library is None:
         if identity is None:
-            raise CodegenError(f"C compiler {command!r} not found, and the cache "
-                               f"{str(folder)!r} holds no verified build of {name} for this CPU; "
-                               "install gcc or set CC")
+            raise CodegenError(
+                f"C compiler {command!r} not found, and the cache "
+                f"{str(folder)!r} holds no verified build of {name} for this CPU; "
+                "install gcc or set CC"
+            )
         library = candidates[0]
         _discard(library)  # a file under this name that failed verification
         _build(folder, name, source, library, source_key, command, identity)

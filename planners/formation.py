@@ -120,8 +120,9 @@ torque: the least-squares wrench is taken then)."""
 
 
 @njit(cache=True)
-def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, inertia, gram,
-                   residual, lam, changed):
+def _wrench_forces(
+    units, pulls, arms, R, w, alpha, force0, force1, force2, inertia, gram, residual, lam, changed
+):
     """The cable forces ``pulls * units`` (tensions (n,), directions (n, 3), world), pulling at
     ``arms`` (n, 3: the attachment points from the load's centre of mass, world), changed by
     the least (sum of squares) that makes them supply the load reference's wrench: the force
@@ -165,8 +166,7 @@ def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, iner
     for a in range(3):
         gram[a, a] = n
     # [S]x below the diagonal, its transpose -[S]x above
-    gram[4, 0], gram[5, 0], gram[3, 1], gram[5, 1], gram[3, 2], gram[4, 2] = (
-        s2, -s1, -s2, s0, s1, -s0)
+    gram[4, 0], gram[5, 0], gram[3, 1], gram[5, 1], gram[3, 2], gram[4, 2] = (s2, -s1, -s2, s0, s1, -s0)
     for a in range(3):
         for b in range(3):
             gram[a, 3 + b] = gram[3 + b, a]
@@ -199,9 +199,28 @@ def _wrench_forces(units, pulls, arms, R, w, alpha, force0, force1, force2, iner
 
 
 @njit(cache=True)
-def _formation_points(ref_p, ref_v, ref_a, ref_q, ref_w, ref_alpha, directions, tensions, rho,
-                      lengths, attach, masses, gravity, tilt, wrench, load_mass, load_inertia,
-                      load_drag, out_p, out_pull):
+def _formation_points(
+    ref_p,
+    ref_v,
+    ref_a,
+    ref_q,
+    ref_w,
+    ref_alpha,
+    directions,
+    tensions,
+    rho,
+    lengths,
+    attach,
+    masses,
+    gravity,
+    tilt,
+    wrench,
+    load_mass,
+    load_inertia,
+    load_drag,
+    out_p,
+    out_pull,
+):
     """``FormationPlanner._formation`` at every reference sample (the NumPy expressions of
     ``_formation_numpy`` point by point: every student decision computes the prior, and
     NumPy's per-call cost on a few hundred small vectors was most of a decision's time). The
@@ -266,9 +285,22 @@ def _formation_points(ref_p, ref_v, ref_a, ref_q, ref_w, ref_alpha, directions, 
             arms[i, 1] = R[1, 0] * a0 + R[1, 1] * a1 + R[1, 2] * a2
             arms[i, 2] = R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2
         if wrench:
-            _wrench_forces(units, pulls, arms, R, ref_w[k], ref_alpha[k], load_mass * need0,
-                           load_mass * need1, load_mass * need2, load_inertia, gram,
-                           residual, lam, changed)
+            _wrench_forces(
+                units,
+                pulls,
+                arms,
+                R,
+                ref_w[k],
+                ref_alpha[k],
+                load_mass * need0,
+                load_mass * need1,
+                load_mass * need2,
+                load_inertia,
+                gram,
+                residual,
+                lam,
+                changed,
+            )
         for i in range(n):
             u0, u1, u2 = units[i, 0], units[i, 1], units[i, 2]
             pull = pulls[i]
@@ -387,8 +419,9 @@ class LoadFollower:
     no longer than ``FOLLOW_LIMIT_M``. Stateful: ``reset`` between flights; a time that goes
     back restarts it."""
 
-    def __init__(self, gain: float = FOLLOW_GAIN, washout_s: float = FOLLOW_WASHOUT_S,
-                 limit_m: float = FOLLOW_LIMIT_M):
+    def __init__(
+        self, gain: float = FOLLOW_GAIN, washout_s: float = FOLLOW_WASHOUT_S, limit_m: float = FOLLOW_LIMIT_M
+    ):
         if not (math.isfinite(gain) and 0.0 <= gain < 1.0):
             raise ValueError(f"gain: expected a share in [0, 1), got {gain!r}")
         if not (math.isfinite(washout_s) and washout_s > 0.0):
@@ -436,12 +469,30 @@ def load_kernels() -> None:
     q[:, 0] = 1.0
     rows = np.zeros((n, 3))
     zeros = np.zeros((k, 3))
-    _formation_points(zeros, zeros, zeros, q, zeros, zeros, rows + [1.0, 0.0, 1.0], np.ones(n),
-                      rows + [0.1, 0.0, 0.0], np.ones(n), rows, np.ones(n), 9.81, True, True,
-                      1.0, np.ones(3), np.zeros(3), p, pull)
+    _formation_points(
+        zeros,
+        zeros,
+        zeros,
+        q,
+        zeros,
+        zeros,
+        rows + [1.0, 0.0, 1.0],
+        np.ones(n),
+        rows + [0.1, 0.0, 0.0],
+        np.ones(n),
+        rows,
+        np.ones(n),
+        9.81,
+        True,
+        True,
+        1.0,
+        np.ones(3),
+        np.zeros(3),
+        p,
+        pull,
+    )
     pull[..., 2] = 1.0
-    _slot_derivatives(p, pull, np.ones(n), 9.81, _FD_STEP, np.ones(n), np.ones(3),
-                      np.empty((5, 1, n, 3)))
+    _slot_derivatives(p, pull, np.ones(n), 9.81, _FD_STEP, np.ones(n), np.ones(3), np.empty((5, 1, n, 3)))
     _KERNELS_READY = True
 
 
@@ -449,35 +500,50 @@ class FormationPlanner:
     """Centralized only in name: each quadrotor's plan uses the reference alone (and, with
     ``follow``, the load's observed position, which every quadrotor observes)."""
 
-    def __init__(self, system: SystemParams, tilt: bool = False, converge_s: float | None = None,
-                 wrench: bool = False, aero: AeroParams | None = None, follow: bool = False):
+    def __init__(
+        self,
+        system: SystemParams,
+        tilt: bool = False,
+        converge_s: float | None = None,
+        wrench: bool = False,
+        aero: AeroParams | None = None,
+        follow: bool = False,
+    ):
         if converge_s is not None and not (np.isfinite(converge_s) and converge_s > 0.0):
             raise ValueError(f"converge_s: expected a positive time (s) or None, got {converge_s!r}")
         if wrench and not tilt:
-            raise ValueError("wrench: the wrench formation corrects the tilted cone; expected "
-                             "tilt=True with it")
+            raise ValueError(
+                "wrench: the wrench formation corrects the tilted cone; expected tilt=True with it"
+            )
         if aero is not None and not wrench:
-            raise ValueError("aero: only the wrench formation supplies the load's drag; expected "
-                             "wrench=True with it")
+            raise ValueError(
+                "aero: only the wrench formation supplies the load's drag; expected wrench=True with it"
+            )
         if follow and not wrench:
-            raise ValueError("follow: the follow formation is the wrench formation's; expected "
-                             "wrench=True with it")
+            raise ValueError(
+                "follow: the follow formation is the wrench formation's; expected wrench=True with it"
+            )
         self.system = system
         self.tilt = tilt
         self.wrench = wrench
         self.converge_s = converge_s
         self.follower = LoadFollower() if follow else None
-        self.name = ("formation-follow" if follow else "formation-wrench" if wrench
-                     else "formation-tilt" if tilt else "formation")
+        self.name = (
+            "formation-follow"
+            if follow
+            else "formation-wrench"
+            if wrench
+            else "formation-tilt"
+            if tilt
+            else "formation"
+        )
         self.load_mass = float(system.load.mass)
-        self.load_inertia = np.ascontiguousarray(np.diag(system.load.inertia_matrix()),
-                                                 dtype=float)
-        self.load_drag = (np.zeros(3) if aero is None
-                          else np.ascontiguousarray(aero.load_drag(system.load), dtype=float))
-        self.frame_drag = (np.zeros(3) if aero is None
-                           else np.array(aero.quadrotor_drag, dtype=float))
-        self.rotor_drag = (np.zeros(system.n_uavs) if aero is None
-                           else rotor_drag_at_hover(system, aero))
+        self.load_inertia = np.ascontiguousarray(np.diag(system.load.inertia_matrix()), dtype=float)
+        self.load_drag = (
+            np.zeros(3) if aero is None else np.ascontiguousarray(aero.load_drag(system.load), dtype=float)
+        )
+        self.frame_drag = np.zeros(3) if aero is None else np.array(aero.quadrotor_drag, dtype=float)
+        self.rotor_drag = np.zeros(system.n_uavs) if aero is None else rotor_drag_at_hover(system, aero)
         geometry = hover_geometry(system)
         as_array = np.ascontiguousarray  # the kernel's arguments: contiguous float64
         self.directions = as_array(geometry.directions, dtype=float)  # load frame
@@ -521,12 +587,28 @@ class FormationPlanner:
         k, n = len(times), self.system.n_uavs
         p, pull = np.empty((k, n, 3)), np.empty((k, n, 3))
         c = np.ascontiguousarray
-        _formation_points(c(ref.p, dtype=float), c(ref.v, dtype=float), c(ref.a, dtype=float),
-                          c(ref.q, dtype=float), c(ref.omega, dtype=float),
-                          c(ref.alpha, dtype=float), self.directions, self.tensions, self.rho,
-                          self.lengths, self.attach, self.masses, float(self.system.gravity),
-                          bool(self.tilt), bool(self.wrench), self.load_mass, self.load_inertia,
-                          self.load_drag, p, pull)
+        _formation_points(
+            c(ref.p, dtype=float),
+            c(ref.v, dtype=float),
+            c(ref.a, dtype=float),
+            c(ref.q, dtype=float),
+            c(ref.omega, dtype=float),
+            c(ref.alpha, dtype=float),
+            self.directions,
+            self.tensions,
+            self.rho,
+            self.lengths,
+            self.attach,
+            self.masses,
+            float(self.system.gravity),
+            bool(self.tilt),
+            bool(self.wrench),
+            self.load_mass,
+            self.load_inertia,
+            self.load_drag,
+            p,
+            pull,
+        )
         return self._from_ground(reference, times, p, pull)
 
     def cable_pulls(self, reference, times: np.ndarray, ref=None) -> np.ndarray:
@@ -544,8 +626,9 @@ class FormationPlanner:
         need = acceleration - drag / self.load_mass  # per unit load mass, the cables' force
         scale = np.linalg.norm(need, axis=-1) / self.system.gravity
         if self.tilt:
-            tilt = _rotation_between(np.tile([0.0, 0.0, 1.0], (len(times), 1)),
-                                     need / np.linalg.norm(need, axis=-1, keepdims=True))
+            tilt = _rotation_between(
+                np.tile([0.0, 0.0, 1.0], (len(times), 1)), need / np.linalg.norm(need, axis=-1, keepdims=True)
+            )
         else:
             tilt = np.broadcast_to(np.eye(3), R_L.shape)
         u = (tilt @ R_L) @ self.directions.T  # (k, 3, n)
@@ -600,8 +683,14 @@ class FormationPlanner:
             return plans
         return [self.anchored(plan, state.uav_p[i]) for i, plan in enumerate(plans)]
 
-    def follow_offset(self, t: float, load_p: np.ndarray, reference_p: np.ndarray, reference,
-                      follower: LoadFollower | None = None) -> np.ndarray:
+    def follow_offset(
+        self,
+        t: float,
+        load_p: np.ndarray,
+        reference_p: np.ndarray,
+        reference,
+        follower: LoadFollower | None = None,
+    ) -> np.ndarray:
         """How far the follow formation moves at ``t`` (``LoadFollower.offset``; zeros for the
         open-loop formations and from the ground, where the load rests before the reference
         lifts it). ``follower``: whose state to use (default this planner's)."""
@@ -619,24 +708,29 @@ class FormationPlanner:
             raise ValueError("anchored: this planner was made without converge_s")
         gap = np.asarray(position, dtype=float) - plan.p[0]
         g = np.exp(-(plan.t - plan.t[0]) / tau)[:, None]
-        return UavTrajectory(plan.t, plan.p + gap * g, plan.v - gap * g / tau,
-                             plan.a + gap * g / tau**2, plan.j - gap * g / tau**3,
-                             plan.body_rates)
+        return UavTrajectory(
+            plan.t,
+            plan.p + gap * g,
+            plan.v - gap * g / tau,
+            plan.a + gap * g / tau**2,
+            plan.j - gap * g / tau**3,
+            plan.body_rates,
+        )
 
     def slot_plans(self, t: float, reference) -> list[UavTrajectory]:
         """Every quadrotor's slot in the formation over the horizon from ``t`` (reference
         only: no state)."""
         return self.slots_and_sample(t, reference)[0]
 
-    def slots_and_sample(self, t: float, reference) -> tuple[list[UavTrajectory],
-                                                              LoadReferenceSample]:
+    def slots_and_sample(self, t: float, reference) -> tuple[list[UavTrajectory], LoadReferenceSample]:
         """``slot_plans`` and the reference at the horizon's nodes (sampled once for both:
         the derivatives' stencil holds the nodes)."""
         times, out, nodes = self.slot_arrays_and_sample(t, reference)
         return [UavTrajectory(*slot_of(times, out, i)) for i in range(self.system.n_uavs)], nodes
 
-    def slot_arrays_and_sample(self, t: float, reference) -> tuple[np.ndarray, np.ndarray,
-                                                                    LoadReferenceSample]:
+    def slot_arrays_and_sample(
+        self, t: float, reference
+    ) -> tuple[np.ndarray, np.ndarray, LoadReferenceSample]:
         """``slots_and_sample`` as arrays: the node times, every slot's p, v, a, j and body
         rates (5, nodes, n, 3; ``slot_of`` takes one quadrotor's), the reference at the nodes
         (a decision of one quadrotor builds no plan object for the others)."""
@@ -645,10 +739,12 @@ class FormationPlanner:
         ref = reference.sample(stencil)
         p, pull = self._formation(reference, stencil, ref)
         out = np.empty((5, times.size, self.system.n_uavs, 3))
-        _slot_derivatives(p, pull, self.masses, float(self.system.gravity), _FD_STEP,
-                          self.rotor_drag, self.frame_drag, out)
-        nodes = LoadReferenceSample(*(np.ascontiguousarray(getattr(ref, name)[2::5])
-                                      for name in _SAMPLE_FIELDS))
+        _slot_derivatives(
+            p, pull, self.masses, float(self.system.gravity), _FD_STEP, self.rotor_drag, self.frame_drag, out
+        )
+        nodes = LoadReferenceSample(
+            *(np.ascontiguousarray(getattr(ref, name)[2::5]) for name in _SAMPLE_FIELDS)
+        )
         return times, out, nodes
 
 
@@ -699,9 +795,15 @@ def _body_rates_zero_yaw(z: np.ndarray, z_dot: np.ndarray) -> np.ndarray:
     return rates
 
 
-def _slot_derivatives_numpy(p: np.ndarray, pull: np.ndarray, masses: np.ndarray,
-                            gravity: np.ndarray, h: float, rotor_drag: np.ndarray | None = None,
-                            frame_drag: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+def _slot_derivatives_numpy(
+    p: np.ndarray,
+    pull: np.ndarray,
+    masses: np.ndarray,
+    gravity: np.ndarray,
+    h: float,
+    rotor_drag: np.ndarray | None = None,
+    frame_drag: np.ndarray | None = None,
+) -> tuple[np.ndarray, ...]:
     """``_slot_derivatives`` in NumPy expressions (its definition; tests compare them)."""
     k = p.shape[0] // 5
     p = p.reshape(k, 5, -1, 3)

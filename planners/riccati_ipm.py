@@ -196,8 +196,7 @@ def dual_update(h, Hdx, z, rho, mu, D, tau, dz, alpha_p, alpha_d):
 
 
 @njit(cache=CACHE)
-def _node_qp(j, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En,
-             regularization):
+def _node_qp(j, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En, regularization):
     """P, p <- Hessian and gradient of node j: cost, regularization, constraint terms."""
     nx = p.size
     for a in range(nx):
@@ -208,17 +207,52 @@ def _node_qp(j, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho
     for c in range(nx):
         for idx in range(Q_ptr[c], Q_ptr[c + 1]):
             P[Q_rows[idx], c] += Qv[j - 1, idx]
-    constraint_terms(P, p, h[j - 1], Hv[j - 1], hr_ptr, hr_col, hr_nz, z[j - 1], rho[j - 1],
-                     mu[j - 1], Dn[j - 1], En[j - 1])
+    constraint_terms(
+        P,
+        p,
+        h[j - 1],
+        Hv[j - 1],
+        hr_ptr,
+        hr_col,
+        hr_nz,
+        z[j - 1],
+        rho[j - 1],
+        mu[j - 1],
+        Dn[j - 1],
+        En[j - 1],
+    )
 
 
 @njit(cache=CACHE)
 def newton_step(
-    d, Av, A_rows, A_ptr, Bv, B_rows, B_ptr,
-    Qv, Q_rows, Q_ptr, q, R, r,
-    h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu,
-    u, u_max, zu, rho_u, mu_u,
-    regularization, tau,
+    d,
+    Av,
+    A_rows,
+    A_ptr,
+    Bv,
+    B_rows,
+    B_ptr,
+    Qv,
+    Q_rows,
+    Q_ptr,
+    q,
+    R,
+    r,
+    h,
+    Hv,
+    hr_ptr,
+    hr_col,
+    hr_nz,
+    z,
+    rho,
+    mu,
+    u,
+    u_max,
+    zu,
+    rho_u,
+    mu_u,
+    regularization,
+    tau,
 ):
     """The Newton direction and step bounds of the problem in the module docstring.
 
@@ -274,8 +308,7 @@ def newton_step(
     Y = np.empty((nu, nx + 1))
     tmp = np.empty(nx)
 
-    _node_qp(N, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En,
-             regularization)
+    _node_qp(N, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En, regularization)
     for k in range(N - 1, -1, -1):
         # P, p: cost-to-go at node k+1
         for a in range(nx):
@@ -316,8 +349,9 @@ def newton_step(
         csc_t_dense(Bv[k], B_rows, B_ptr, PA, Y[:, :nx])  # Hux = B'PA
         forward_substitute(L, Y)  # L^-1 [Hux, hu]
         csc_t_vec(Av[k], A_rows, A_ptr, Pdp, tmp)  # A'(P d + p)
-        _node_qp(k, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn,
-                 En, regularization)
+        _node_qp(
+            k, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En, regularization
+        )
         for a in range(nx):
             p[a] += tmp[a]
             for c in range(nu):
@@ -356,8 +390,9 @@ def newton_step(
             for a in range(hr_ptr[row], hr_ptr[row + 1]):
                 acc += Hv[j - 1, hr_nz[a]] * dX[j, hr_col[a]]
             Hdx[row] = acc
-        alpha_p, alpha_d = dual_update(h[j - 1], Hdx, z[j - 1], rho[j - 1], mu[j - 1],
-                                       Dn[j - 1], tau, dz[j - 1], alpha_p, alpha_d)
+        alpha_p, alpha_d = dual_update(
+            h[j - 1], Hdx, z[j - 1], rho[j - 1], mu[j - 1], Dn[j - 1], tau, dz[j - 1], alpha_p, alpha_d
+        )
     for k in range(N):
         for i in range(nu):
             scale = 1.0 / u_max[i]
@@ -367,8 +402,7 @@ def newton_step(
                 s, sigma = elastic_slacks(c, rho_u[k], mu_u[k])
                 zr = zu[k, 2 * i + side]
                 wr = rho_u[k] - zr
-                dzr = -(sign * scale * dU[k, i] + c - mu_u[k] / zr + mu_u[k] / wr) \
-                    / Du[k, 2 * i + side]
+                dzr = -(sign * scale * dU[k, i] + c - mu_u[k] / zr + mu_u[k] / wr) / Du[k, 2 * i + side]
                 dzu[k, 2 * i + side] = dzr
                 ds = mu_u[k] / zr - s - (s / zr) * dzr
                 dsigma = mu_u[k] / wr - sigma + (sigma / wr) * dzr

@@ -84,9 +84,13 @@ class EncodedObservation:
         return vectors @ self.axes
 
     def is_finite(self) -> bool:
-        return bool(np.isfinite(self.ego).all() and np.isfinite(self.load).all()
-                    and np.isfinite(self.ref).all() and np.isfinite(self.prior).all()
-                    and np.isfinite(self.origin).all())
+        return bool(
+            np.isfinite(self.ego).all()
+            and np.isfinite(self.load).all()
+            and np.isfinite(self.ref).all()
+            and np.isfinite(self.prior).all()
+            and np.isfinite(self.origin).all()
+        )
 
 
 # an observation's features with positions still in the world frame, computed once when it
@@ -102,8 +106,10 @@ _EGO_VECTORS = (0, 3, 6, 9, 12, 15)
 _LOAD_VECTORS = (0, 3, 6, 9)
 _REF_VECTORS = (0, 3, 6, 9, 12)
 _PRIOR_VECTORS = (0, 3, 6, 9, 12)
-assert all(columns == tuple(range(0, 3 * len(columns), 3)) for columns in (
-    _EGO_VECTORS, _LOAD_VECTORS, _REF_VECTORS, _PRIOR_VECTORS)), "vectors lead (_turned)"
+assert all(
+    columns == tuple(range(0, 3 * len(columns), 3))
+    for columns in (_EGO_VECTORS, _LOAD_VECTORS, _REF_VECTORS, _PRIOR_VECTORS)
+), "vectors lead (_turned)"
 
 PRIORS = ("formation-tilt", "formation-wrench", "formation-follow")
 """Formations a student may plan relative to (``planners.formation``)."""
@@ -134,14 +140,12 @@ def _turned(features: np.ndarray, columns, axes: np.ndarray) -> np.ndarray:
     out = features.copy()
     width = 3 * len(columns)
     lead = features.shape[:-1]
-    out[..., :width] = (features[..., :width].reshape(*lead, len(columns), 3) @ axes
-                        ).reshape(*lead, width)
+    out[..., :width] = (features[..., :width].reshape(*lead, len(columns), 3) @ axes).reshape(*lead, width)
     return out
 
 
 def _ego_world(obs: LocalObservation) -> np.ndarray:
-    return np.concatenate([obs.uav_p, obs.uav_v, quat_to_6d(obs.uav_q), obs.uav_omega,
-                           obs.cable_uav_end])
+    return np.concatenate([obs.uav_p, obs.uav_v, quat_to_6d(obs.uav_q), obs.uav_omega, obs.cable_uav_end])
 
 
 def _load_world(obs: LocalObservation) -> np.ndarray:
@@ -177,8 +181,7 @@ def _six_d(q, out, at):
 
 
 @njit(cache=True)
-def _world_rows(uav_p, uav_v, uav_q, uav_omega, cable_uav_end, load_p, load_q, cable_load_end,
-                ego, load):
+def _world_rows(uav_p, uav_v, uav_q, uav_omega, cable_uav_end, load_p, load_q, cable_load_end, ego, load):
     """One observation's ego (EGO_FEATURES) and load (LOAD_FEATURES) rows, world frame;
     whether they are finite."""
     for c in range(3):
@@ -223,9 +226,32 @@ def _history(ring, head, count, load_p, positions, out):
 
 
 @njit(cache=True)
-def _encode(ego_ring, load_ring, head, count, load_p, uav_p, axes, turn, ref_p, ref_v, ref_a,
-            ref_q, ref_w, slot_t, slot_p, slot_v, slot_a, slot_j, slot_w, tau, ego, load, ref,
-            prior):
+def _encode(
+    ego_ring,
+    load_ring,
+    head,
+    count,
+    load_p,
+    uav_p,
+    axes,
+    turn,
+    ref_p,
+    ref_v,
+    ref_a,
+    ref_q,
+    ref_w,
+    slot_t,
+    slot_p,
+    slot_v,
+    slot_a,
+    slot_j,
+    slot_w,
+    tau,
+    ego,
+    load,
+    ref,
+    prior,
+):
     """``ObservationEncoder.encode``'s arrays (``_encode_numpy`` in NumPy)."""
     _history(ego_ring, head, count, load_p, (0, 15), ego)
     _history(load_ring, head, count, load_p, (0, 9), load)
@@ -255,8 +281,7 @@ def _encode(ego_ring, load_ring, head, count, load_p, uav_p, axes, turn, ref_p, 
 
 
 @njit(cache=True)
-def _output(x, residual, axes, turn, origin, t, lo, hi, speed_sq, acceleration_sq, rate_sq,
-            out):
+def _output(x, residual, axes, turn, origin, t, lo, hi, speed_sq, acceleration_sq, rate_sq, out):
     """A policy's output ``x`` (5, nodes, 3: p, v, a, j, w in the frame's axes) less
     ``residual`` (the same shape) in world components, positions from ``origin``, into ``out``
     (5, nodes, 3) (``trajectory_from_output`` in NumPy); returns 0, or which of
@@ -294,8 +319,7 @@ def _output(x, residual, axes, turn, origin, t, lo, hi, speed_sq, acceleration_s
     speed, acceleration, rate = 0.0, 0.0, 0.0
     for k in range(nodes):
         speed = max(speed, out[1, k, 0] ** 2 + out[1, k, 1] ** 2 + out[1, k, 2] ** 2)
-        acceleration = max(acceleration, out[2, k, 0] ** 2 + out[2, k, 1] ** 2
-                           + out[2, k, 2] ** 2)
+        acceleration = max(acceleration, out[2, k, 0] ** 2 + out[2, k, 1] ** 2 + out[2, k, 2] ** 2)
         rate = max(rate, out[4, k, 0] ** 2 + out[4, k, 1] ** 2 + out[4, k, 2] ** 2)
     if speed > speed_sq:
         return 4
@@ -324,13 +348,36 @@ def load_kernels() -> None:
     quats = np.zeros((N_NODES, 4))
     quats[:, 0] = 1.0
     times = node_times(0.0)
-    _encode(ego_ring, load_ring, 1, 1, z3, z3, np.eye(3), True, nodes, nodes, nodes, quats,
-            nodes, times, nodes, nodes, nodes, nodes, nodes, 0.5,
-            np.empty((history, EGO_FEATURES)), np.empty((history, LOAD_FEATURES)),
-            np.empty((N_NODES, REF_FEATURES)), np.empty((N_NODES, PRIOR_FEATURES)))
+    _encode(
+        ego_ring,
+        load_ring,
+        1,
+        1,
+        z3,
+        z3,
+        np.eye(3),
+        True,
+        nodes,
+        nodes,
+        nodes,
+        quats,
+        nodes,
+        times,
+        nodes,
+        nodes,
+        nodes,
+        nodes,
+        nodes,
+        0.5,
+        np.empty((history, EGO_FEATURES)),
+        np.empty((history, LOAD_FEATURES)),
+        np.empty((N_NODES, REF_FEATURES)),
+        np.empty((N_NODES, PRIOR_FEATURES)),
+    )
     plan = np.zeros((5, N_NODES, 3))
-    _output(plan, plan, np.eye(3), True, z3, times, z3 - 1.0, z3 + 1.0, 1.0, 1.0, 1.0,
-            np.empty((5, N_NODES, 3)))
+    _output(
+        plan, plan, np.eye(3), True, z3, times, z3 - 1.0, z3 + 1.0, 1.0, 1.0, 1.0, np.empty((5, N_NODES, 3))
+    )
     _KERNELS_READY = True
 
 
@@ -359,17 +406,27 @@ class ObservationEncoder:
         """Take in ``obs``; a non-finite one is left out of the history (returns False)."""
         if not math.isfinite(obs.t):
             return False
-        if not _world_rows(obs.uav_p, obs.uav_v, obs.uav_q, obs.uav_omega, obs.cable_uav_end,
-                           obs.load_p, obs.load_q, obs.cable_load_end,
-                           self.ego_ring[self.head], self.load_ring[self.head]):
+        if not _world_rows(
+            obs.uav_p,
+            obs.uav_v,
+            obs.uav_q,
+            obs.uav_omega,
+            obs.cable_uav_end,
+            obs.load_p,
+            obs.load_q,
+            obs.cable_load_end,
+            self.ego_ring[self.head],
+            self.load_ring[self.head],
+        ):
             return False
         self.head = (self.head + 1) % self.history
         self.count = min(self.count + 1, self.history)
         self.newest = obs
         return True
 
-    def encode(self, reference, slot: UavTrajectory | SlotArrays, prior: FormationPlanner,
-               reference_sample=None) -> EncodedObservation:
+    def encode(
+        self, reference, slot: UavTrajectory | SlotArrays, prior: FormationPlanner, reference_sample=None
+    ) -> EncodedObservation:
         """The input for the newest observation; missing history repeats the oldest one.
         ``slot``: this quadrotor's formation slot plan (reference only), anchored here by
         ``prior``; ``reference_sample``: the reference at the horizon nodes, when already
@@ -387,17 +444,51 @@ class ObservationEncoder:
         ref = np.empty((N_NODES, REF_FEATURES))
         prior_features = np.empty((N_NODES, PRIOR_FEATURES))
         c = np.ascontiguousarray
-        _encode(self.ego_ring, self.load_ring, self.head, self.count, c(newest.load_p),
-                c(newest.uav_p), axes, self.frame != "world", c(reference_sample.p),
-                c(reference_sample.v), c(reference_sample.a), c(reference_sample.q),
-                c(reference_sample.omega), slot.t, slot.p, slot.v, slot.a, slot.j,
-                slot.body_rates, float(prior.converge_s), ego, load, ref, prior_features)
-        return EncodedObservation(ego=ego, load=load, ref=ref, prior=prior_features,
-                                  origin=newest.uav_p.copy(), t=newest.t, axes=axes)
+        _encode(
+            self.ego_ring,
+            self.load_ring,
+            self.head,
+            self.count,
+            c(newest.load_p),
+            c(newest.uav_p),
+            axes,
+            self.frame != "world",
+            c(reference_sample.p),
+            c(reference_sample.v),
+            c(reference_sample.a),
+            c(reference_sample.q),
+            c(reference_sample.omega),
+            slot.t,
+            slot.p,
+            slot.v,
+            slot.a,
+            slot.j,
+            slot.body_rates,
+            float(prior.converge_s),
+            ego,
+            load,
+            ref,
+            prior_features,
+        )
+        return EncodedObservation(
+            ego=ego,
+            load=load,
+            ref=ref,
+            prior=prior_features,
+            origin=newest.uav_p.copy(),
+            t=newest.t,
+            axes=axes,
+        )
 
 
-def _encode_numpy(frames: list[LocalObservation], history: int, frame: str, reference_sample,
-                  slot: UavTrajectory, prior: FormationPlanner) -> EncodedObservation:
+def _encode_numpy(
+    frames: list[LocalObservation],
+    history: int,
+    frame: str,
+    reference_sample,
+    slot: UavTrajectory,
+    prior: FormationPlanner,
+) -> EncodedObservation:
     """``ObservationEncoder.encode`` in NumPy expressions, from the observations held (oldest
     first): the kernels' definition, which tests compare them with."""
     newest = frames[-1]
@@ -407,34 +498,39 @@ def _encode_numpy(frames: list[LocalObservation], history: int, frame: str, refe
     load = _in_load_frame([_load_world(f) for f in frames], _LOAD_POSITIONS, load_p)
     ref = _reference_features(reference_sample, load_p)
     anchored = prior.anchored(slot, newest.uav_p)
-    prior_features = np.hstack([anchored.p - newest.uav_p, anchored.v, anchored.a,
-                                anchored.j, anchored.body_rates])
+    prior_features = np.hstack(
+        [anchored.p - newest.uav_p, anchored.v, anchored.a, anchored.j, anchored.body_rates]
+    )
     axes = frame_axes(frame, newest.load_q)
     if frame != "world":
         ego, load = _turned(ego, _EGO_VECTORS, axes), _turned(load, _LOAD_VECTORS, axes)
         ref = _turned(ref, _REF_VECTORS, axes)
         prior_features = _turned(prior_features, _PRIOR_VECTORS, axes)
-    return EncodedObservation(ego=ego, load=load, ref=ref, prior=prior_features,
-                              origin=newest.uav_p.copy(), t=newest.t, axes=axes)
+    return EncodedObservation(
+        ego=ego, load=load, ref=ref, prior=prior_features, origin=newest.uav_p.copy(), t=newest.t, axes=axes
+    )
 
 
 def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
     nan = np.full
-    return EncodedObservation(ego=nan((history, EGO_FEATURES), np.nan),
-                              load=nan((history, LOAD_FEATURES), np.nan),
-                              ref=nan((N_NODES, REF_FEATURES), np.nan),
-                              prior=nan((N_NODES, PRIOR_FEATURES), np.nan),
-                              origin=np.asarray(obs.uav_p, dtype=float), t=float(obs.t))
+    return EncodedObservation(
+        ego=nan((history, EGO_FEATURES), np.nan),
+        load=nan((history, LOAD_FEATURES), np.nan),
+        ref=nan((N_NODES, REF_FEATURES), np.nan),
+        prior=nan((N_NODES, PRIOR_FEATURES), np.nan),
+        origin=np.asarray(obs.uav_p, dtype=float),
+        t=float(obs.t),
+    )
 
 
 def _reference_features(sample, load_p: np.ndarray) -> np.ndarray:
     """(N_NODES, REF_FEATURES): the load reference sampled on the horizon, load-attached frame."""
-    return np.hstack([sample.p - load_p, sample.v, sample.a, quat_to_6d(sample.q),
-                      sample.omega])
+    return np.hstack([sample.p - load_p, sample.v, sample.a, quat_to_6d(sample.q), sample.omega])
 
 
-def trajectory_from_output(t: float, origin: np.ndarray, p, v, a, j, w,
-                           axes: np.ndarray | None = None) -> UavTrajectory:
+def trajectory_from_output(
+    t: float, origin: np.ndarray, p, v, a, j, w, axes: np.ndarray | None = None
+) -> UavTrajectory:
     """A policy output (positions relative to ``origin``; vectors in the frame whose axes are
     ``axes``, default the world's) as a world-frame ``UavTrajectory``."""
     if axes is not None:
@@ -452,11 +548,18 @@ class StudentPlanner:
 
     name = "student"
 
-    def __init__(self, system: SystemParams, policy: Policy, history: int,
-                 bounds: PlanBounds | None = None, frame: str = "world",
-                 hover_calibration: bool = False, prior: str = "formation-tilt",
-                 aero: AeroParams | None = None,
-                 prior_converge_s: float = PRIOR_CONVERGE_S):
+    def __init__(
+        self,
+        system: SystemParams,
+        policy: Policy,
+        history: int,
+        bounds: PlanBounds | None = None,
+        frame: str = "world",
+        hover_calibration: bool = False,
+        prior: str = "formation-tilt",
+        aero: AeroParams | None = None,
+        prior_converge_s: float = PRIOR_CONVERGE_S,
+    ):
         if prior not in PRIORS:
             raise ValueError(f"prior: expected one of {PRIORS}, got {prior!r}")
         self.system = system
@@ -472,9 +575,14 @@ class StudentPlanner:
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
         wrench = prior in ("formation-wrench", "formation-follow")
-        self.prior = FormationPlanner(system, tilt=True, converge_s=prior_converge_s,
-                                      wrench=wrench, aero=aero if wrench else None,
-                                      follow=prior == "formation-follow")
+        self.prior = FormationPlanner(
+            system,
+            tilt=True,
+            converge_s=prior_converge_s,
+            wrench=wrench,
+            aero=aero if wrench else None,
+            follow=prior == "formation-follow",
+        )
         self.reset()
 
     @classmethod
@@ -483,11 +591,11 @@ class StudentPlanner:
         return cls(config.system, policy, history, **{"aero": config.aero, **kwargs})
 
     def reset(self) -> None:
-        self.encoders = [ObservationEncoder(self.history, self.frame)
-                         for _ in range(self.system.n_uavs)]
+        self.encoders = [ObservationEncoder(self.history, self.frame) for _ in range(self.system.n_uavs)]
         # each quadrotor's own estimate of the load's transient error (formation-follow)
-        self.followers = ([LoadFollower() for _ in range(self.system.n_uavs)]
-                          if self.prior.follower is not None else None)
+        self.followers = (
+            [LoadFollower() for _ in range(self.system.n_uavs)] if self.prior.follower is not None else None
+        )
         self.previous: list[UavTrajectory | None] = [None] * self.system.n_uavs
         self.infer_times: list[float] = []
         self.bad_observations = 0
@@ -509,11 +617,14 @@ class StudentPlanner:
         non-finite observation stays out of the history and is encoded as unusable."""
         shared: dict = {}  # the reference and formation over the horizon: the same for every
         # quadrotor (functions of the reference and time alone), so computed once here
-        return [self.observe_local(i, state.local(i, self.rho[i], self.attach[i]), reference,
-                                   shared) for i in range(self.system.n_uavs)]
+        return [
+            self.observe_local(i, state.local(i, self.rho[i], self.attach[i]), reference, shared)
+            for i in range(self.system.n_uavs)
+        ]
 
-    def observe_local(self, i: int, obs: LocalObservation, reference,
-                      shared: dict | None = None) -> EncodedObservation:
+    def observe_local(
+        self, i: int, obs: LocalObservation, reference, shared: dict | None = None
+    ) -> EncodedObservation:
         """Quadrotor ``i`` takes in its own observation and encodes it (a planner node per
         quadrotor calls this with what it alone observes). ``shared`` caches the reference
         and the formation slots over the horizon between quadrotors planning at one time."""
@@ -525,12 +636,15 @@ class StudentPlanner:
         times, slots, sample = shared["slots"]
         slot = slot_of(times, slots, i)
         if self.followers is not None:
-            slot = slot._replace(p=slot.p + self.prior.follow_offset(
-                obs.t, obs.load_p, sample.p[0], reference, self.followers[i]))
+            slot = slot._replace(
+                p=slot.p
+                + self.prior.follow_offset(obs.t, obs.load_p, sample.p[0], reference, self.followers[i])
+            )
         return self.encoders[i].encode(reference, slot, self.prior, sample)
 
-    def act(self, encoded: list[EncodedObservation], positions: np.ndarray,
-            uavs: list[int] | None = None) -> list[UavTrajectory]:
+    def act(
+        self, encoded: list[EncodedObservation], positions: np.ndarray, uavs: list[int] | None = None
+    ) -> list[UavTrajectory]:
         """Plans from encoded observations; ``positions`` (len(encoded), 3) are each
         quadrotor's own positions (only used to hold hover where an observation is unusable);
         ``uavs`` the quadrotors they belong to (default: all, in order)."""
@@ -539,21 +653,25 @@ class StudentPlanner:
         plans: list[UavTrajectory | None] = [None] * len(encoded)
         if good:
             start = time.perf_counter()
-            out = self.policy(np.stack([encoded[k].ego for k in good]),
-                              np.stack([encoded[k].load for k in good]),
-                              np.stack([encoded[k].ref for k in good]),
-                              np.stack([encoded[k].prior for k in good]))
+            out = self.policy(
+                np.stack([encoded[k].ego for k in good]),
+                np.stack([encoded[k].load for k in good]),
+                np.stack([encoded[k].ref for k in good]),
+                np.stack([encoded[k].prior for k in good]),
+            )
             self.infer_times.append((time.perf_counter() - start) / len(good))
             raw = np.stack([np.asarray(out[name], dtype=float) for name in _OUTPUTS], axis=1)
             lo, hi, *limits = self.bounds.limits
             for row, k in enumerate(good):
                 e = encoded[k]
-                residual = (self._hover_residual_stack(uavs[k]) if self.hover_calibration
-                            else self._no_residual)
+                residual = (
+                    self._hover_residual_stack(uavs[k]) if self.hover_calibration else self._no_residual
+                )
                 times = node_times(e.t)
                 world = np.empty((5, N_NODES, 3))
-                broken = _output(raw[row], residual, e.axes, self.frame != "world", e.origin,
-                                 times, lo, hi, *limits, world)
+                broken = _output(
+                    raw[row], residual, e.axes, self.frame != "world", e.origin, times, lo, hi, *limits, world
+                )
                 if not broken:
                     plans[k] = UavTrajectory(times, *world)
                 else:
@@ -595,15 +713,27 @@ class StudentPlanner:
                 reference = Hover(rest.load_p)
                 self._hover = (rest, reference, *self.prior.slots_and_sample(0.0, reference))
             rest, reference, slots, sample = self._hover
-            obs = LocalObservation.of(0.0, rest.load_p, rest.load_q, rest.uav_p[i], np.zeros(3),
-                                      rest.uav_q[i], np.zeros(3), self.rho[i], self.attach[i])
+            obs = LocalObservation.of(
+                0.0,
+                rest.load_p,
+                rest.load_q,
+                rest.uav_p[i],
+                np.zeros(3),
+                rest.uav_q[i],
+                np.zeros(3),
+                self.rho[i],
+                self.attach[i],
+            )
             encoder = ObservationEncoder(self.history, self.frame)
             encoder.push(obs)
             e = encoder.encode(reference, slots[i], self.prior, sample)
             out = self.policy(e.ego[None], e.load[None], e.ref[None], e.prior[None])
-            self._hover_residuals[i] = np.stack([np.asarray(out[name][0], dtype=float)
-                                                 - e.prior[:, 3 * c:3 * c + 3]
-                                                 for c, name in enumerate(_OUTPUTS)])
+            self._hover_residuals[i] = np.stack(
+                [
+                    np.asarray(out[name][0], dtype=float) - e.prior[:, 3 * c : 3 * c + 3]
+                    for c, name in enumerate(_OUTPUTS)
+                ]
+            )
         return self._hover_residuals[i]
 
     def _fallback(self, i: int, t: float, position) -> UavTrajectory:
@@ -621,4 +751,3 @@ class StudentPlanner:
         if not np.isfinite(position).all():
             position = np.zeros(3)
         return hover_plan(t, position)
-

@@ -66,8 +66,9 @@ class TeacherPlanner:
 
     name = "teacher"
 
-    def __init__(self, system: SystemParams, params: TeacherParams | None = None,
-                 aero: AeroParams | None = None):
+    def __init__(
+        self, system: SystemParams, params: TeacherParams | None = None, aero: AeroParams | None = None
+    ):
         self.system = system
         self.params = params or TeacherParams()
         self.ocp = TeacherOCP(system, self.params, aero)
@@ -75,8 +76,7 @@ class TeacherPlanner:
         if self.params.prior == "wrench":  # its cable forces: the wrench formation's
             from planners.formation import FormationPlanner
 
-            self._wrench = FormationPlanner(system, tilt=True, wrench=True,
-                                            aero=self.ocp.aero)
+            self._wrench = FormationPlanner(system, tilt=True, wrench=True, aero=self.ocp.aero)
         self.model = self.ocp.model
         self.offsets = node_offsets()
         self.bounds = PlanBounds()
@@ -161,8 +161,9 @@ class TeacherPlanner:
                 x[o + C_RATE : o + C_SIZE] = previous[o + C_RATE : o + C_SIZE]
             else:
                 x[o + C_RATE : o + C_RATE + 3] = measured_rates[i]
-                x[o + C_TENSION] = np.clip(state.cable_tension[i], self.params.tension_min,
-                                           self.params.tension_max)
+                x[o + C_TENSION] = np.clip(
+                    state.cable_tension[i], self.params.tension_min, self.params.tension_max
+                )
         return x
 
     def _measured_cable_rates(self, state: WorldState) -> np.ndarray:
@@ -204,14 +205,14 @@ class TeacherPlanner:
         else:
             new = t + self.offsets
             was = old.t + self.offsets
-            it = Iterate(t, _interp_rows(new, was, old.X), _interp_rows(new[:-1], was[:-1], old.U),
-                         None, None)
+            it = Iterate(
+                t, _interp_rows(new, was, old.X), _interp_rows(new[:-1], was[:-1], old.U), None, None
+            )
             np.clip(it.U, -self.ocp.u_max, self.ocp.u_max, out=it.U)
             if old.z is not None and old.zu is not None:  # multipliers move as fractions of
                 rho, rho_u = self.ocp.rho, self.ocp.rho_u[:, None]  # their node's penalty
                 it.z = rho * np.clip(_interp_rows(new[1:], was[1:], old.z / rho), 1e-12, 0.99)
-                it.zu = rho_u * np.clip(_interp_rows(new[:-1], was[:-1], old.zu / rho_u), 1e-12,
-                                        0.99)
+                it.zu = rho_u * np.clip(_interp_rows(new[:-1], was[:-1], old.zu / rho_u), 1e-12, 0.99)
         it.X[0] = x0
         return it
 
@@ -233,22 +234,33 @@ class TeacherPlanner:
         pace; then the formation prior (``TeacherParams.prior``) for that motion."""
         ref = reference.sample(self.clock + self.pace * self.offsets)
         if self._wrench is None:
-            directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q,
-                                                   self.pace**2 * ref.a)
+            directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q, self.pace**2 * ref.a)
         else:
-            paced = dataclasses.replace(ref, v=self.pace * ref.v, a=self.pace**2 * ref.a,
-                                        j=self.pace**3 * ref.j, omega=self.pace * ref.omega,
-                                        alpha=self.pace**2 * ref.alpha)
+            paced = dataclasses.replace(
+                ref,
+                v=self.pace * ref.v,
+                a=self.pace**2 * ref.a,
+                j=self.pace**3 * ref.j,
+                omega=self.pace * ref.omega,
+                alpha=self.pace**2 * ref.alpha,
+            )
             pull = self._wrench.cable_pulls(reference, ref.t, paced)
             tensions = np.linalg.norm(pull, axis=-1)
             directions = pull / np.maximum(tensions, MIN_PRIOR_TENSION)[..., None]
             slack = tensions <= MIN_PRIOR_TENSION
             if slack.any():  # a cable pulling nothing keeps the cone's direction
-                cone, _ = formation_prior(self.system, self.ocp.hover, ref.q,
-                                          self.pace**2 * ref.a)
+                cone, _ = formation_prior(self.system, self.ocp.hover, ref.q, self.pace**2 * ref.a)
                 directions[slack] = cone[slack]
-        return np.hstack([ref.p, _continuous(ref.q, load_q), self.pace * ref.v,
-                          self.pace * ref.omega, directions.reshape(len(ref.p), -1), tensions])
+        return np.hstack(
+            [
+                ref.p,
+                _continuous(ref.q, load_q),
+                self.pace * ref.v,
+                self.pace * ref.omega,
+                directions.reshape(len(ref.p), -1),
+                tensions,
+            ]
+        )
 
     def _slow_down(self) -> bool:
         """Lower the pace (to a hold below ``pace_min``); False when already holding."""
@@ -273,8 +285,7 @@ class TeacherPlanner:
             self.restarts += 1
         it = self._warm_start(state.t, x0)
         ref = self._reference_matrix(reference, state.load_q)
-        steps, info = self._iterate(it, ref, P.max_iter if cold else P.rti_iterations, cold,
-                                    extend=True)
+        steps, info = self._iterate(it, ref, P.max_iter if cold else P.rti_iterations, cold, extend=True)
         plans, why = self._checked(times, it)
         extra = 0
         # a plan failing its check is mostly one not converged yet (measured: a hairpin's plan
@@ -332,8 +343,7 @@ class TeacherPlanner:
         if lag <= 1e-9 and self.pace > 1.0:
             self.pace = 1.0
 
-    def _iterate(self, it: Iterate, ref: np.ndarray, count: int, converge: bool,
-                 extend: bool = False):
+    def _iterate(self, it: Iterate, ref: np.ndarray, count: int, converge: bool, extend: bool = False):
         """Up to ``count`` SQP iterations (fewer when converging and the step is small); with
         ``extend``, more, up to ``RTI_MAX_ITERATIONS``, while the last step was cut short.
 
@@ -356,8 +366,7 @@ class TeacherPlanner:
                 break
             if converge and info.size < 1e-3:
                 break
-            if (not converge and done >= count and info.alpha >= FULL_STEP
-                    and info.size <= STEP_TOLERANCE):
+            if not converge and done >= count and info.alpha >= FULL_STEP and info.size <= STEP_TOLERANCE:
                 break
         return done, info
 
@@ -366,15 +375,19 @@ class TeacherPlanner:
         if not it.is_finite():
             return None, LOST
         outs = self.ocp.quad_outputs(it.X)
-        plans = [UavTrajectory(times, *(outs[:, k, i, :] for k in (0, 1, 2, 3, 5)))
-                 for i in range(self.system.n_uavs)]
+        plans = [
+            UavTrajectory(times, *(outs[:, k, i, :] for k in (0, 1, 2, 3, 5)))
+            for i in range(self.system.n_uavs)
+        ]
         for plan in plans:
             why = self.bounds.violation(plan)
             if why is not None:
                 return plans, why
         tension = it.X[1:, self._tension_index]
-        if (tension.min() < self.params.tension_min - TENSION_TOLERANCE
-                or tension.max() > self.params.tension_max + TENSION_TOLERANCE):
+        if (
+            tension.min() < self.params.tension_min - TENSION_TOLERANCE
+            or tension.max() > self.params.tension_max + TENSION_TOLERANCE
+        ):
             return plans, "tension bounds"
         if self.separation_violation(plans) is not None:
             return plans, "separation"
@@ -386,12 +399,16 @@ class TeacherPlanner:
         start closer, after a disturbance, and must get them apart)."""
         p = np.stack([plan.p[-1] for plan in plans])
         i, j = self._pairs[:, 0], self._pairs[:, 1]
-        if len(self._pairs) and np.linalg.norm(p[i] - p[j], axis=1).min() \
-                < self.params.min_distance - DISTANCE_TOLERANCE:
+        if (
+            len(self._pairs)
+            and np.linalg.norm(p[i] - p[j], axis=1).min() < self.params.min_distance - DISTANCE_TOLERANCE
+        ):
             return False
         tension = it.X[-1, self._tension_index]
-        return bool(tension.min() >= self.params.tension_min - TENSION_TOLERANCE
-                    and tension.max() <= self.params.tension_max + TENSION_TOLERANCE)
+        return bool(
+            tension.min() >= self.params.tension_min - TENSION_TOLERANCE
+            and tension.max() <= self.params.tension_max + TENSION_TOLERANCE
+        )
 
     def separation_violation(self, plans: list[UavTrajectory]) -> float | None:
         """The smallest distance (m) by which two quadrotors of ``plans``, sampled as the
@@ -406,8 +423,7 @@ class TeacherPlanner:
         s = (np.arange(CHECK_SAMPLES) / CHECK_SAMPLES)[None, :, None, None]
         h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
         h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
-        inner = (h00 * p[:-1, None] + h10 * dt * v[:-1, None] + h01 * p[1:, None]
-                 + h11 * dt * v[1:, None])
+        inner = h00 * p[:-1, None] + h10 * dt * v[:-1, None] + h01 * p[1:, None] + h11 * dt * v[1:, None]
         samples = np.concatenate([inner.reshape(-1, *p.shape[1:]), p[-1:]], axis=0)
         i, j = self._pairs[:, 0], self._pairs[:, 1]
         distance = np.linalg.norm(samples[:, i] - samples[:, j], axis=2)  # (samples, pairs)

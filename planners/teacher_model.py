@@ -140,10 +140,12 @@ class LoadCableModel:
         self.x_sym, self.u_sym = x, u
         self.f = ca.Function("f", [x, u], [self._dynamics(x, u)], ["x", "u"], ["xdot"])
         outputs = self._quad_outputs(x)
-        self.outputs = ca.Function("outputs", [x], list(outputs),
-                                   ["x"], ["p", "v", "a", "j", "thrust", "rates"])
+        self.outputs = ca.Function(
+            "outputs", [x], list(outputs), ["x"], ["p", "v", "a", "j", "thrust", "rates"]
+        )
         self.positions_thrusts = ca.Function(
-            "positions_thrusts", [x], list(self._positions_thrusts(x)), ["x"], ["p", "thrust"])
+            "positions_thrusts", [x], list(self._positions_thrusts(x)), ["x"], ["p", "thrust"]
+        )
 
     # -- drag -----------------------------------------------------------------------------------
 
@@ -163,9 +165,11 @@ class LoadCableModel:
         force = ca.mtimes(R, faces)
         torque = ca.cross(ca.DM(centre), faces) if np.any(centre) else ca.DM.zeros(3)
         wrench = ca.vertcat(force, torque)
-        rate = (ca.mtimes(ca.jacobian(wrench, v), a) + ca.mtimes(ca.jacobian(wrench, q),
-                                                                 _quat_rate(q, w))
-                + ca.mtimes(ca.jacobian(wrench, w), alpha))
+        rate = (
+            ca.mtimes(ca.jacobian(wrench, v), a)
+            + ca.mtimes(ca.jacobian(wrench, q), _quat_rate(q, w))
+            + ca.mtimes(ca.jacobian(wrench, w), alpha)
+        )
         drag = ca.Function("load_drag", [v, q, w], [force, torque])
         drag_rate = ca.Function("load_drag_rate", [v, q, w, a, alpha], [rate[:3], rate[3:]])
         return drag, drag_rate
@@ -187,9 +191,11 @@ class LoadCableModel:
         frame = _face_drag(aero.quadrotor_drag, u)
         drag = ca.mtimes(axes, frame) - k * (x_axis * u[0] + y_axis * u[1])
         rate = ca.mtimes(ca.jacobian(drag, v), a) + ca.mtimes(ca.jacobian(drag, F), dF)
-        return (ca.Function("quad_drag", [v, F, k], [drag]),
-                ca.Function("quad_drag_rate", [v, F, k, a, dF], [rate]),
-                rotor_drag_at_hover(self.system, aero))
+        return (
+            ca.Function("quad_drag", [v, F, k], [drag]),
+            ca.Function("quad_drag_rate", [v, F, k, a, dF], [rate]),
+            rotor_drag_at_hover(self.system, aero),
+        )
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -197,10 +203,16 @@ class LoadCableModel:
         out = []
         for i in range(self.n):
             o = cable_offset(i)
-            out.append(CableState(
-                s=x[o + C_DIR : o + C_DIR + 3], r=x[o + C_RATE : o + C_RATE + 3],
-                dr=x[o + C_DRATE : o + C_DRATE + 3], ddr=x[o + C_DDRATE : o + C_DDRATE + 3],
-                t=x[o + C_TENSION], dt=x[o + C_DTENSION]))
+            out.append(
+                CableState(
+                    s=x[o + C_DIR : o + C_DIR + 3],
+                    r=x[o + C_RATE : o + C_RATE + 3],
+                    dr=x[o + C_DRATE : o + C_DRATE + 3],
+                    ddr=x[o + C_DDRATE : o + C_DDRATE + 3],
+                    t=x[o + C_TENSION],
+                    dt=x[o + C_DTENSION],
+                )
+            )
         return out
 
     def load_accelerations(self, x):
@@ -273,8 +285,9 @@ class LoadCableModel:
             end_a = acc + arm_a - length * s2 - 2.0 * float(self.compliance[i]) * c.dt * s1
             thrust = self.uav_mass[i] * (end_a - ca.DM(self.g)) - c.t * c.s
             if self._quad_drag is not None:
-                end_v = (v + ca.mtimes(R, ca.cross(w, rho)) - length * s1
-                         - float(self.compliance[i]) * c.dt * c.s)
+                end_v = (
+                    v + ca.mtimes(R, ca.cross(w, rho)) - length * s1 - float(self.compliance[i]) * c.dt * c.s
+                )
                 thrust = thrust - self._quad_drag[0](end_v, thrust, self._quad_drag[2][i])
             end_p = p + ca.mtimes(R, rho) - length * c.s
             ends.append((end_p - self._attachment_arm(i, thrust)).T)
@@ -303,8 +316,13 @@ class LoadCableModel:
             arm_v = ca.mtimes(R, w_r)
             arm_a_body = ca.cross(alpha, rho) + ca.cross(w, w_r)
             arm_a = ca.mtimes(R, arm_a_body)
-            arm_j = ca.mtimes(R, ca.cross(w, arm_a_body) + ca.cross(dalpha, rho)
-                              + ca.cross(alpha, w_r) + ca.cross(w, ca.cross(alpha, rho)))
+            arm_j = ca.mtimes(
+                R,
+                ca.cross(w, arm_a_body)
+                + ca.cross(dalpha, rho)
+                + ca.cross(alpha, w_r)
+                + ca.cross(w, ca.cross(alpha, rho)),
+            )
             # cable direction and its derivatives
             s1 = ca.cross(c.r, c.s)
             s2 = ca.cross(c.dr, c.s) + ca.cross(c.r, s1)
@@ -369,7 +387,7 @@ class LoadCableModel:
             k3 = self.f(xk + 0.5 * h * k2, u)
             k4 = self.f(xk + h * k3, u)
             xk = xk + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-        parts = [xk[X_POS : X_QUAT]]
+        parts = [xk[X_POS:X_QUAT]]
         qk = xk[X_QUAT : X_QUAT + 4]
         parts += [qk / ca.sqrt(ca.sumsqr(qk)), xk[X_RATE:X_LOAD]]
         for i in range(self.n):

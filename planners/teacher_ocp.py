@@ -68,8 +68,16 @@ def reference_size(n: int) -> int:
     return LOAD_REF_SIZE + 4 * n
 
 
-RESIDUAL_WEIGHTS = ("weight_position", "weight_attitude", "weight_velocity", "weight_rate",
-                    "weight_direction", "weight_cable_rate", "weight_tension", "weight_tension_rate")
+RESIDUAL_WEIGHTS = (
+    "weight_position",
+    "weight_attitude",
+    "weight_velocity",
+    "weight_rate",
+    "weight_direction",
+    "weight_cable_rate",
+    "weight_tension",
+    "weight_tension_rate",
+)
 """The weights of ``tracking_residuals``, in the order it takes their square roots."""
 
 
@@ -145,15 +153,13 @@ def constraint_bounds(system: SystemParams, params: TeacherParams) -> np.ndarray
     n = system.n_uavs
     per_uav = np.array([-P.tension_min, P.tension_max, thrust_limit(system, P), -P.thrust_min])
     per_pair = -(P.min_distance + P.separation_margin) / DISTANCE_UNIT
-    return np.concatenate([np.tile(per_uav / FORCE_UNIT, n),
-                           np.full(n * (n - 1), per_pair)])
+    return np.concatenate([np.tile(per_uav / FORCE_UNIT, n), np.full(n * (n - 1), per_pair)])
 
 
 def path_constraints(model: LoadCableModel, params: TeacherParams, x, midpoint_offset=0.0):
     """The path constraints at one node, each ``>= 0`` when it holds (see
     ``constraint_bounds``)."""
-    return constraint_functions(model, x, midpoint_offset) + constraint_bounds(model.system,
-                                                                              params)
+    return constraint_functions(model, x, midpoint_offset) + constraint_bounds(model.system, params)
 
 
 def formation_prior(system: SystemParams, hover, q: np.ndarray, acceleration: np.ndarray):
@@ -205,9 +211,12 @@ class Iterate:
     zu: np.ndarray | None
 
     def is_finite(self) -> bool:
-        return bool(np.isfinite(self.X).all() and np.isfinite(self.U).all()
-                    and (self.z is None or np.isfinite(self.z).all())
-                    and (self.zu is None or np.isfinite(self.zu).all()))
+        return bool(
+            np.isfinite(self.X).all()
+            and np.isfinite(self.U).all()
+            and (self.z is None or np.isfinite(self.z).all())
+            and (self.zu is None or np.isfinite(self.zu).all())
+        )
 
 
 @dataclass
@@ -230,8 +239,7 @@ class _Sparse:
         self.nnz = sparsity.nnz()
         cols = np.repeat(np.arange(self.shape[1]), np.diff(self.colptr))
         order = np.lexsort((cols, self.rows))
-        self.row_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.rows,
-                                                                  minlength=self.shape[0]))])
+        self.row_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.rows, minlength=self.shape[0]))])
         self.row_cols = cols[order].astype(np.int64)
         self.row_nz = order.astype(np.int64)
 
@@ -249,8 +257,7 @@ class TeacherOCP:
     shortened to stay inside a trust region and to keep slacks and multipliers positive.
     """
 
-    def __init__(self, system: SystemParams, params: TeacherParams,
-                 aero: AeroParams | None = None):
+    def __init__(self, system: SystemParams, params: TeacherParams, aero: AeroParams | None = None):
         self.system = system
         self.params = params
         self.aero = aero if aero is not None and aero.any_drag() else None
@@ -285,36 +292,57 @@ class TeacherOCP:
         dt = ca.SX.sym("dt")
         ref = ca.SX.sym("ref", reference_size(self.n))
         xn = self.model.step_function(self.params.substeps)(x, u, dt)
-        dyn = ca.Function("teacher_dyn", [x, u, dt],
-                          [ca.densify(xn), ca.jacobian(xn, x), ca.jacobian(xn, u)])
+        dyn = ca.Function("teacher_dyn", [x, u, dt], [ca.densify(xn), ca.jacobian(xn, x), ca.jacobian(xn, u)])
         sqrt_weight = ca.SX.sym("w", len(RESIDUAL_WEIGHTS))
         res = tracking_residuals(self.model, x, ref, sqrt_weight)
         J = ca.jacobian(res, x)
         offset = ca.SX.sym("offset")  # to the middle of the interval before the node (s)
         h = constraint_functions(self.model, x, offset)
-        node = ca.Function("teacher_node", [x, ref, sqrt_weight, offset], [
-            ca.mtimes(J.T, J), ca.densify(ca.mtimes(J.T, res)), ca.densify(0.5 * ca.sumsqr(res)),
-            ca.densify(h), ca.jacobian(h, x)])
+        node = ca.Function(
+            "teacher_node",
+            [x, ref, sqrt_weight, offset],
+            [
+                ca.mtimes(J.T, J),
+                ca.densify(ca.mtimes(J.T, res)),
+                ca.densify(0.5 * ca.sumsqr(res)),
+                ca.densify(h),
+                ca.jacobian(h, x),
+            ],
+        )
         X = ca.MX.sym("X", nx, N + 1)
         U = ca.MX.sym("U", nu, N)
         REF = ca.MX.sym("ref", reference_size(self.n), N + 1)
         SW = ca.MX.sym("w", len(RESIDUAL_WEIGHTS))
         F, A, B = dyn.map(N)(X[:, :N], U, ca.DM(self.dts).T)
         W, g, cost, hc, H = node.map(N)(X[:, 1:], REF[:, 1:], SW, ca.DM(-0.5 * self.dts).T)
-        linearize = ca.Function("teacher_linearize", [X, U, REF, SW],
-                                [F, A, B, W, g, cost, hc, H])
+        linearize = ca.Function("teacher_linearize", [X, U, REF, SW], [F, A, B, W, g, cost, hc, H])
         outputs = self.model.outputs(x)
         flat = ca.Function("teacher_out", [x], [ca.vertcat(*[ca.vec(o.T) for o in outputs])])
         flat_map = flat.map(N_NODES)
         compiled = compile_functions(f"teacher_n{self.n}_{self._digest()}", [linearize, flat_map])
-        self.patterns = {name: _Sparse(sp) for name, sp in (
-            ("A", dyn.sparsity_out(1)), ("B", dyn.sparsity_out(2)), ("W", node.sparsity_out(0)),
-            ("H", node.sparsity_out(4)))}
-        self._lin_args = [np.zeros((N + 1, nx)), np.zeros((N, nu)),
-                          np.zeros((N + 1, reference_size(self.n))), residual_weights(self.params)]
-        self._lin_out = [np.zeros((N, nx)), *(np.zeros((N, self.patterns[k].nnz)) for k in "ABW"),
-                         np.zeros((N, nx)), np.zeros(N), np.zeros((N, self.m)),
-                         np.zeros((N, self.patterns["H"].nnz))]
+        self.patterns = {
+            name: _Sparse(sp)
+            for name, sp in (
+                ("A", dyn.sparsity_out(1)),
+                ("B", dyn.sparsity_out(2)),
+                ("W", node.sparsity_out(0)),
+                ("H", node.sparsity_out(4)),
+            )
+        }
+        self._lin_args = [
+            np.zeros((N + 1, nx)),
+            np.zeros((N, nu)),
+            np.zeros((N + 1, reference_size(self.n))),
+            residual_weights(self.params),
+        ]
+        self._lin_out = [
+            np.zeros((N, nx)),
+            *(np.zeros((N, self.patterns[k].nnz)) for k in "ABW"),
+            np.zeros((N, nx)),
+            np.zeros(N),
+            np.zeros((N, self.m)),
+            np.zeros((N, self.patterns["H"].nnz)),
+        ]
         for index, arr in enumerate(self._lin_out):  # the buffers hold exactly the nonzeros
             assert linearize.sparsity_out(index).nnz() == arr.size, index
         self._lin_buffer, self._lin_eval = compiled[linearize.name()].buffer()
@@ -396,14 +424,43 @@ class TeacherOCP:
         w = self.node_weight[:, None]
         pa, pb, pw, ph = (self.patterns[k] for k in "ABWH")
         dX, dU, dz, dzu, alpha_p, alpha_d, ok = newton_step(
-            F - it.X[1:], A, pa.rows, pa.colptr, B, pb.rows, pb.colptr,
-            W * w, pw.rows, pw.colptr, g * w, self.R, self.R * it.U,
-            h, H, ph.row_ptr, ph.row_cols, ph.row_nz, it.z, self.rho, self.mu,
-            it.U, self.u_max, it.zu, self.rho_u, self.mu_u, REGULARIZATION,
-            FRACTION_TO_BOUNDARY)
+            F - it.X[1:],
+            A,
+            pa.rows,
+            pa.colptr,
+            B,
+            pb.rows,
+            pb.colptr,
+            W * w,
+            pw.rows,
+            pw.colptr,
+            g * w,
+            self.R,
+            self.R * it.U,
+            h,
+            H,
+            ph.row_ptr,
+            ph.row_cols,
+            ph.row_nz,
+            it.z,
+            self.rho,
+            self.mu,
+            it.U,
+            self.u_max,
+            it.zu,
+            self.rho_u,
+            self.mu_u,
+            REGULARIZATION,
+            FRACTION_TO_BOUNDARY,
+        )
         binding = float(max((it.z / self.rho).max(), (it.zu / self.rho_u[:, None]).max()))
-        if not (ok and np.isfinite(dX).all() and np.isfinite(dU).all() and np.isfinite(dz).all()
-                and np.isfinite(dzu).all()):
+        if not (
+            ok
+            and np.isfinite(dX).all()
+            and np.isfinite(dU).all()
+            and np.isfinite(dz).all()
+            and np.isfinite(dzu).all()
+        ):
             return StepInfo(False, np.inf, 0.0, binding)
         size = float(max(np.abs(dX / self.x_scale).max(), np.abs(dU / self.u_scale).max()))
         alpha = min(alpha_p, 1.0 / size if size > 1.0 else 1.0)

@@ -13,8 +13,14 @@ def fly_formation(config, duration: float, logger=None, trajectory: str = "eight
     from cableload_sim.trajectories import make_reference
     from planners import make_planner
 
-    return run_episode(make_backend("embedded", config), make_planner("formation", config),
-                       make_reference(trajectory), duration, logger=logger, keep_samples=True)
+    return run_episode(
+        make_backend("embedded", config),
+        make_planner("formation", config),
+        make_reference(trajectory),
+        duration,
+        logger=logger,
+        keep_samples=True,
+    )
 
 
 def write_flight_bag(path, topics: bool = True):
@@ -30,12 +36,12 @@ def write_flight_bag(path, topics: bool = True):
     T = store.types
 
     def header(ns):
-        return T["std_msgs/msg/Header"](0, T["builtin_interfaces/msg/Time"](ns // 10**9,
-                                                                           ns % 10**9), "world")
+        return T["std_msgs/msg/Header"](0, T["builtin_interfaces/msg/Time"](ns // 10**9, ns % 10**9), "world")
 
     def pose(p):
-        return T["geometry_msgs/msg/Pose"](T["geometry_msgs/msg/Point"](*p),
-                                           T["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0))
+        return T["geometry_msgs/msg/Pose"](
+            T["geometry_msgs/msg/Point"](*p), T["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0)
+        )
 
     zero = T["geometry_msgs/msg/Vector3"](0.0, 0.0, 0.0)
     twist = T["geometry_msgs/msg/Twist"](zero, zero)
@@ -46,14 +52,19 @@ def write_flight_bag(path, topics: bool = True):
         if not topics:
             chatter = writer.add_connection("/chatter", "std_msgs/msg/String", typestore=store)
             for k in range(10):
-                writer.write(chatter, start + k, store.serialize_ros1(
-                    T["std_msgs/msg/String"](f"hello {k}"), "std_msgs/msg/String"))
+                writer.write(
+                    chatter,
+                    start + k,
+                    store.serialize_ros1(T["std_msgs/msg/String"](f"hello {k}"), "std_msgs/msg/String"),
+                )
             return start
-        mocap = writer.add_connection(LOAD_POSE_TOPIC, "geometry_msgs/msg/PoseStamped",
-                                      typestore=store)
-        quads = [writer.add_connection(f"/alpha{i}/agiros_pilot/state",
-                                       "agiros_msgs/msg/QuadState", typestore=store)
-                 for i in (1, 2)]
+        mocap = writer.add_connection(LOAD_POSE_TOPIC, "geometry_msgs/msg/PoseStamped", typestore=store)
+        quads = [
+            writer.add_connection(
+                f"/alpha{i}/agiros_pilot/state", "agiros_msgs/msg/QuadState", typestore=store
+            )
+            for i in (1, 2)
+        ]
         for k in range(300):
             ns = start + k * 10**7
             msg = T["geometry_msgs/msg/PoseStamped"](header(ns), pose([0.5 * k / 100, 0, 1]))
@@ -63,7 +74,16 @@ def write_flight_bag(path, topics: bool = True):
             t = (ns - start) / 1e9
             for i, conn in enumerate(quads):
                 msg = T["agiros_msgs/msg/QuadState"](
-                    header(ns), ns / 1e9, pose([t, 2.0 * i, 2.0]), twist, twist, zero, zero,
-                    zero, zero, np.zeros(0))
+                    header(ns),
+                    ns / 1e9,
+                    pose([t, 2.0 * i, 2.0]),
+                    twist,
+                    twist,
+                    zero,
+                    zero,
+                    zero,
+                    zero,
+                    np.zeros(0),
+                )
                 writer.write(conn, ns, store.serialize_ros1(msg, "agiros_msgs/msg/QuadState"))
     return start

@@ -31,6 +31,8 @@ def require(condition: object, reason: str) -> None:
     if condition:
         return
     if in_ci():
-        pytest.fail(f"{reason} (CI={os.environ.get('CI')!r}: a missing requirement fails in CI "
-                    "instead of skipping)", pytrace=False)
+        pytest.fail(
+            f"{reason} (CI={os.environ.get('CI')!r}: a missing requirement fails in CI instead of skipping)",
+            pytrace=False,
+        )
     pytest.skip(reason, allow_module_level=True)

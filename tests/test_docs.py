@@ -15,12 +15,22 @@ import pytest
 from cableload_sim.cli import reference_docs
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
-        *sorted(ROOT.glob("*/README.md"))]
-PROJECT_FILES = [p for p in ROOT.rglob("*") if p.is_file()
-                 and p.suffix in (".py", ".md", ".toml", ".cfg", ".launch", ".cff", ".txt")
-                 and not any(part.startswith(".") or part in ("runs", "build", "msgs")
-                             or part.endswith(".egg-info") for part in p.relative_to(ROOT).parts)]
+DOCS = [
+    ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted(ROOT.glob("*/README.md")),
+]
+PROJECT_FILES = [
+    p
+    for p in ROOT.rglob("*")
+    if p.is_file()
+    and p.suffix in (".py", ".md", ".toml", ".cfg", ".launch", ".cff", ".txt")
+    and not any(
+        part.startswith(".") or part in ("runs", "build", "msgs") or part.endswith(".egg-info")
+        for part in p.relative_to(ROOT).parts
+    )
+]
 
 
 def bash_blocks(text: str) -> list[str]:
@@ -43,7 +53,8 @@ def commands(text: str) -> list[str]:
 @pytest.mark.parametrize("page", list(reference_docs.PAGES))
 def test_the_generated_references_are_current(page):
     assert (ROOT / page).read_text() == reference_docs.PAGES[page](), (
-        f"{page} is out of date: run `python -m cableload_sim.cli.reference_docs`")
+        f"{page} is out of date: run `python -m cableload_sim.cli.reference_docs`"
+    )
 
 
 def test_every_configuration_key_of_the_paper_config_is_documented():
@@ -65,8 +76,10 @@ def test_every_configuration_key_of_the_paper_config_is_documented():
         assert f"`{key}`" in section, (prefix, key)
 
 
-PATH = re.compile(r"`((?:cableload_sim|planners|learners|backends|hw|tests|benchmarks|docs|ros)"
-                  r"/[A-Za-z0-9_./-]*)`")
+PATH = re.compile(
+    r"`((?:cableload_sim|planners|learners|backends|hw|tests|benchmarks|docs|ros)"
+    r"/[A-Za-z0-9_./-]*)`"
+)
 LINK = re.compile(r"\]\(([^)#:]+)(?:#[^)]*)?\)")
 
 
@@ -130,13 +143,21 @@ QUICK = ("simulate", "trajectories", "evaluate", "metrics", "plot")
 def test_the_quick_start_runs(tmp_path):
     """The README's quick start on the embedded simulator, each command shortened to a second
     of flight (training and the ROS commands are exercised by their own tests)."""
-    lines = [line for line in commands((ROOT / "README.md").read_text())
-             if line.split()[1] in QUICK and "--backend" not in line]
+    lines = [
+        line
+        for line in commands((ROOT / "README.md").read_text())
+        if line.split()[1] in QUICK and "--backend" not in line
+    ]
     assert len(lines) >= 8, lines
     for line in lines:
         argv = shortened(line, tmp_path)
-        done = subprocess.run([sys.executable, "-m", "cableload_sim.cli", *argv], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "cableload_sim.cli", *argv],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode in (0, 1), (line, done.stderr[-2000:])
         assert "Traceback" not in done.stderr, (line, done.stderr[-2000:])
 
@@ -145,7 +166,10 @@ NUMBERED = re.compile(r"\b(sessions? \d+|issues? #?\d+|work periods? \d+)", re.I
 
 
 def test_no_file_speaks_of_numbered_work_periods_or_issues():
-    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in PROJECT_FILES
-             if p.name != "CHANGELOG.md" and p.name != "test_docs.py"
-             for m in NUMBERED.finditer(p.read_text(errors="replace"))]
+    found = [
+        f"{p.relative_to(ROOT)}: {m.group(0)}"
+        for p in PROJECT_FILES
+        if p.name != "CHANGELOG.md" and p.name != "test_docs.py"
+        for m in NUMBERED.finditer(p.read_text(errors="replace"))
+    ]
     assert not found, found[:20]

@@ -12,13 +12,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cableload_sim", "planners", "backends", "learners", "hw")
 
-CORE = ("cableload_sim", "cableload_sim.errors", "cableload_sim.checks",
-        "cableload_sim.rotations", "cableload_sim.horizon", "cableload_sim.configs")
+CORE = (
+    "cableload_sim",
+    "cableload_sim.errors",
+    "cableload_sim.checks",
+    "cableload_sim.rotations",
+    "cableload_sim.horizon",
+    "cableload_sim.configs",
+)
 """The modules every layer may use (and may use each other)."""
 
 LAYERS = {
     "core": 0,
-    "cableload_sim.params": 1, "cableload_sim.trajectories": 1,
+    "cableload_sim.params": 1,
+    "cableload_sim.trajectories": 1,
     "cableload_sim.physics": 2,
     "cableload_sim.metrics": 3,
     "cableload_sim.io": 4,
@@ -62,8 +69,10 @@ def _imports(module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             # ``from package import module`` imports the module; ``from module import name``
             # the module
-            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES
-                     else node.module for alias in node.names]
+            names = [
+                f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES else node.module
+                for alias in node.names
+            ]
         else:
             continue
         targets.update(name for name in names if name in MODULES and name != module)
@@ -84,8 +93,11 @@ def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     wrong = []
     for module, targets in sorted(graph.items()):
         unit = _unit(module)
-        wrong += [(module, target) for target in sorted(targets)
-                  if _unit(target) != unit and LAYERS[_unit(target)] >= LAYERS[unit]]
+        wrong += [
+            (module, target)
+            for target in sorted(targets)
+            if _unit(target) != unit and LAYERS[_unit(target)] >= LAYERS[unit]
+        ]
     return wrong
 
 
@@ -131,12 +143,15 @@ def test_no_import_cycle():
 
 
 def test_the_rule_fires_on_a_simulator_importing_a_planner_or_a_peer():
-    graph = {"cableload_sim.physics.simulator": {"planners.formation", "cableload_sim.params"},
-             "cableload_sim.params.system": {"cableload_sim.trajectories.catalog"},
-             "planners.teacher": {"planners.codegen", "cableload_sim.physics.layout"}}
+    graph = {
+        "cableload_sim.physics.simulator": {"planners.formation", "cableload_sim.params"},
+        "cableload_sim.params.system": {"cableload_sim.trajectories.catalog"},
+        "planners.teacher": {"planners.codegen", "cableload_sim.physics.layout"},
+    }
     assert upward_imports(graph) == [
         ("cableload_sim.params.system", "cableload_sim.trajectories.catalog"),
-        ("cableload_sim.physics.simulator", "planners.formation")]
+        ("cableload_sim.physics.simulator", "planners.formation"),
+    ]
 
 
 def test_the_graph_holds_lazy_imports():

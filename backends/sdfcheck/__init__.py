@@ -56,8 +56,7 @@ class SdfReport:
         for model in models:
             if model["name"] == name:
                 return model
-        raise KeyError(f"no model {name!r} in {str(self.path)!r}; "
-                       f"models: {[m['name'] for m in models]}")
+        raise KeyError(f"no model {name!r} in {str(self.path)!r}; models: {[m['name'] for m in models]}")
 
 
 def compiler() -> str:
@@ -76,8 +75,9 @@ def missing_requirements() -> str | None:
 
 def _pkg_config(*args: str) -> str | None:
     try:
-        result = subprocess.run(["pkg-config", *args, PKG_CONFIG_NAME], capture_output=True,
-                                text=True, timeout=30)
+        result = subprocess.run(
+            ["pkg-config", *args, PKG_CONFIG_NAME], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() if result.returncode == 0 else None
@@ -96,15 +96,21 @@ def _private_folder(folder: Path) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as err:
-        raise SdfCheckError(f"cannot create the checker folder {str(folder)!r} ({err.strerror}); "
-                            "set CABLELOAD_CACHE to a folder of your own") from None
+        raise SdfCheckError(
+            f"cannot create the checker folder {str(folder)!r} ({err.strerror}); "
+            "set CABLELOAD_CACHE to a folder of your own"
+        ) from None
     info = folder.stat()
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise SdfCheckError(f"checker folder {str(folder)!r} belongs to user {info.st_uid}, not to "
-                            f"you ({os.getuid()}); set CABLELOAD_CACHE to a folder of your own")
+        raise SdfCheckError(
+            f"checker folder {str(folder)!r} belongs to user {info.st_uid}, not to "
+            f"you ({os.getuid()}); set CABLELOAD_CACHE to a folder of your own"
+        )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise SdfCheckError(f"checker folder {str(folder)!r} is writable by others (mode "
-                            f"{stat.S_IMODE(info.st_mode):o}); chmod go-w it or set CABLELOAD_CACHE")
+        raise SdfCheckError(
+            f"checker folder {str(folder)!r} is writable by others (mode "
+            f"{stat.S_IMODE(info.st_mode):o}); chmod go-w it or set CABLELOAD_CACHE"
+        )
     return folder
 
 
@@ -129,11 +135,13 @@ def build_checker(folder: str | Path | None = None) -> Path:
         cpp = Path(work) / SOURCE_NAME
         cpp.write_text(source)
         built = Path(work) / "sdfcheck"
-        result = subprocess.run([command, "-std=c++17", "-O1", str(cpp), "-o", str(built),
-                                 *cflags.split()], capture_output=True, text=True)
+        result = subprocess.run(
+            [command, "-std=c++17", "-O1", str(cpp), "-o", str(built), *cflags.split()],
+            capture_output=True,
+            text=True,
+        )
         if result.returncode != 0:
-            raise SdfCheckError(f"compiling {SOURCE_NAME} with {command!r} failed:\n"
-                                f"{result.stderr[-2000:]}")
+            raise SdfCheckError(f"compiling {SOURCE_NAME} with {command!r} failed:\n{result.stderr[-2000:]}")
         os.replace(built, binary)  # atomic: a killed build never leaves a partial binary
     return binary
 
@@ -147,11 +155,15 @@ def check_sdf(path: str | Path, strict: bool = True, checker: str | Path | None 
     args = [str(binary), *(["--strict"] if strict else []), str(path)]
     result = subprocess.run(args, capture_output=True, text=True, timeout=120)
     if result.returncode not in (0, 1):
-        raise SdfCheckError(f"{binary.name} failed on {str(path)!r} with exit status "
-                            f"{result.returncode}: {result.stderr.strip()[-2000:]}")
+        raise SdfCheckError(
+            f"{binary.name} failed on {str(path)!r} with exit status "
+            f"{result.returncode}: {result.stderr.strip()[-2000:]}"
+        )
     try:
         summary = json.loads(result.stdout)
     except json.JSONDecodeError as err:
-        raise SdfCheckError(f"{binary.name} printed no JSON summary for {str(path)!r} ({err}); "
-                            f"stderr: {result.stderr.strip()[-2000:]}") from None
+        raise SdfCheckError(
+            f"{binary.name} printed no JSON summary for {str(path)!r} ({err}); "
+            f"stderr: {result.stderr.strip()[-2000:]}"
+        ) from None
     return SdfReport(path=path, errors=tuple(summary.get("errors", [])), summary=summary)

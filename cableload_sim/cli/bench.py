@@ -74,13 +74,19 @@ def _median_time(work) -> float:
     return float(np.median(times))
 
 
-def bench_sim(steps: int = 200_000, batch: int = 64, physics_dt: float | None = None,
-              uavs: int | None = None, config_path=None) -> dict:
+def bench_sim(
+    steps: int = 200_000,
+    batch: int = 64,
+    physics_dt: float | None = None,
+    uavs: int | None = None,
+    config_path=None,
+) -> dict:
     """Steps per second on one core and over all cores; real-time factors."""
     config = load_config(config_path, uavs=uavs)
     if physics_dt is not None:
         config = dataclasses.replace(
-            config, simulation=dataclasses.replace(config.simulation, physics_dt=physics_dt))
+            config, simulation=dataclasses.replace(config.simulation, physics_dt=physics_dt)
+        )
     sim = prepared_simulator(config)
     run_closed_loop(sim, 1000)  # compile or load the cache outside the timing
     single = _median_time(lambda: run_closed_loop(sim, steps // ROUNDS)) * ROUNDS

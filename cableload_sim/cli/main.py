@@ -86,10 +86,15 @@ def load_cli_config(args):
 
 
 def _add_set(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
-                   help="replace one value of the --config file before it is checked, in TOML "
-                        "syntax; repeatable, e.g. --set link.enabled=true --set "
-                        "load.size=[0.5,0.4,0.1]")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="TABLE.KEY=VALUE",
+        help="replace one value of the --config file before it is checked, in TOML "
+        "syntax; repeatable, e.g. --set link.enabled=true --set "
+        "load.size=[0.5,0.4,0.1]",
+    )
 
 
 def json_safe(value):
@@ -155,17 +160,17 @@ def cmd_check_reference(args) -> int:
         print_json(check.as_dict())
         return 0 if check.flyable else 1
     report = check.as_dict()
-    print(f"{report['reference']} over {report['duration_s']:g} s, {config.system.n_uavs} "
-          "quadrotors:")
-    limits = {"thrust": f"<= {check.limits['thrust_N']:.3g} N "
-                        f"(teacher.thrust_margin {check.limits['thrust_margin']:g})",
-              "tilt": f"<= {check.limits['tilt_deg']:g} deg (controller.max_tilt_deg)",
-              "tension_max": f"<= {check.limits['tension_max_N']:g} N (teacher.tension_max)",
-              "tension_min": f">= {check.limits['tension_min_N']:g} N (teacher.tension_min)"}
+    print(f"{report['reference']} over {report['duration_s']:g} s, {config.system.n_uavs} quadrotors:")
+    limits = {
+        "thrust": f"<= {check.limits['thrust_N']:.3g} N "
+        f"(teacher.thrust_margin {check.limits['thrust_margin']:g})",
+        "tilt": f"<= {check.limits['tilt_deg']:g} deg (controller.max_tilt_deg)",
+        "tension_max": f"<= {check.limits['tension_max_N']:g} N (teacher.tension_max)",
+        "tension_min": f">= {check.limits['tension_min_N']:g} N (teacher.tension_min)",
+    }
     for name, peak in report["peaks"].items():
         value = f"{peak['value']:.3g} {peak['unit']}"
-        where = f"t = {peak['t']:.2f} s" + (f", quadrotor {peak['uav']}"
-                                              if peak["uav"] is not None else "")
+        where = f"t = {peak['t']:.2f} s" + (f", quadrotor {peak['uav']}" if peak["uav"] is not None else "")
         print(f"  {name:13s} {value:>12s}  at {where:26s} {limits.get(name, '')}")
     print(check.message())
     return 0 if check.flyable else 1
@@ -236,12 +241,21 @@ def _flight(args, config, reference):
         disturbance = WrenchDisturbance(max_force=force, max_torque=torque)
     backend = getattr(args, "backend", "embedded")
     if backend == "gazebo" and getattr(args, "from_ground", False):
-        raise CliError("--from-ground: the gazebo backend starts the system in hover; fly from "
-                       "the ground on the embedded backend")
+        raise CliError(
+            "--from-ground: the gazebo backend starts the system in hover; fly from "
+            "the ground on the embedded backend"
+        )
     options = {"pilot_queue": args.pilot_queue} if backend == "gazebo" else {}
-    return Flight(config, reference, args.duration, seed=args.seed, disturbance=disturbance,
-                  backend=backend, backend_options=options,
-                  progress=not args.json and sys.stderr.isatty())
+    return Flight(
+        config,
+        reference,
+        args.duration,
+        seed=args.seed,
+        disturbance=disturbance,
+        backend=backend,
+        backend_options=options,
+        progress=not args.json and sys.stderr.isatty(),
+    )
 
 
 def cmd_simulate(args) -> int:
@@ -255,21 +269,29 @@ def cmd_simulate(args) -> int:
     flight = _flight(args, config, reference)
     logs = session.log_paths(args.log, names)
     session.check_outputs(flight, logs, args.overwrite)
-    planners = {name: session.build_planner(flight, name, _planner_options(
-                    name, args, [reference], config.system.n_uavs))
-                for name in names if name != session.NODES}
-    results = [session.fly(flight, planners.get(name, name), log_path=log,
-                           overwrite=args.overwrite,
-                           planner_options=(_planner_options(name, args)
-                                            if name == session.NODES else None))
-               for name, log in zip(names, logs)]
+    planners = {
+        name: session.build_planner(
+            flight, name, _planner_options(name, args, [reference], config.system.n_uavs)
+        )
+        for name in names
+        if name != session.NODES
+    }
+    results = [
+        session.fly(
+            flight,
+            planners.get(name, name),
+            log_path=log,
+            overwrite=args.overwrite,
+            planner_options=(_planner_options(name, args) if name == session.NODES else None),
+        )
+        for name, log in zip(names, logs)
+    ]
     if args.json:
         print_json(results[0] if len(results) == 1 else results)
     else:
         keys = list(SIM_KEYS)
         for metrics in results:
-            keys += [k for k in metrics if k not in keys and k not in
-                     ("planner", "trajectory", "message")]
+            keys += [k for k in metrics if k not in keys and k not in ("planner", "trajectory", "message")]
         print(f"{results[0]['trajectory']} ({args.orientation}), {args.duration:g} s")
         print_table([(m["planner"], m) for m in results], keys)
         for metrics in results:
@@ -284,9 +306,17 @@ def cmd_simulate(args) -> int:
 def cmd_replay(args) -> int:
     from cableload_sim.viz.replay import replay
 
-    written = replay(args.bag, video=args.video, screenshot=args.screenshot, time=args.time,
-                     start=args.start, end=args.end, speed=args.speed,
-                     window_size=tuple(args.window_size), fps=args.fps)
+    written = replay(
+        args.bag,
+        video=args.video,
+        screenshot=args.screenshot,
+        time=args.time,
+        start=args.start,
+        end=args.end,
+        speed=args.speed,
+        window_size=tuple(args.window_size),
+        fps=args.fps,
+    )
     for path in written or []:
         print(path)
     return 0
@@ -322,17 +352,22 @@ def cmd_evaluate(args) -> int:
     config = load_cli_config(args)
     names = [name.strip() for name in args.trajectories.split(",")]
     if not all(names):
-        raise UsageError(f"--trajectories: expected names separated by commas, e.g. "
-                         f"eight-medium,eight-slow; got {args.trajectories!r}")
+        raise UsageError(
+            f"--trajectories: expected names separated by commas, e.g. "
+            f"eight-medium,eight-slow; got {args.trajectories!r}"
+        )
     references = []
     for name in names:
         args.trajectory = name
         references.append(build_reference(args))
         require_flyable(args, config, references[-1], args.duration)
     flights = [_flight(args, config, reference) for reference in references]
-    planners = {name: session.build_planner(flights[0], name, _planner_options(
-                    name, args, references, config.system.n_uavs))
-                for name in ("teacher", "student")}
+    planners = {
+        name: session.build_planner(
+            flights[0], name, _planner_options(name, args, references, config.system.n_uavs)
+        )
+        for name in ("teacher", "student")
+    }
     rows = []
     for flight in flights:
         row = {"name": flight.reference.name}
@@ -347,8 +382,10 @@ def cmd_evaluate(args) -> int:
             print(f"{row['name']} ({args.orientation}), {args.duration:g} s")
             print_table([("teacher", row["teacher"]), ("student", row["student"])], keys)
             t, st = row["teacher"], row["student"]
-            print(f"student/teacher: position {st['rmse_position_m'] / t['rmse_position_m']:.2f}x,"
-                  f" orientation {st['rmse_orientation_deg'] / t['rmse_orientation_deg']:.2f}x\n")
+            print(
+                f"student/teacher: position {st['rmse_position_m'] / t['rmse_position_m']:.2f}x,"
+                f" orientation {st['rmse_orientation_deg'] / t['rmse_orientation_deg']:.2f}x\n"
+            )
     return 0
 
 
@@ -357,22 +394,30 @@ def cmd_train(args) -> int:
     from learners.dagger import train
     from learners.export import SHIPPED_POLICY
 
-    path = args.config or str(SHIPPED_POLICY.parent.parent / "configs" /
-                              "paper-eight-medium.toml")
+    path = args.config or str(SHIPPED_POLICY.parent.parent / "configs" / "paper-eight-medium.toml")
     config = load_train_config(path)
     if args.set:
         config = _train_config_with(path, config, args.set)
-    summary = train(config, args.out, resume=args.resume, executor=args.executor,
-                    address=args.address, progress=not args.json, force=args.force,
-                    warn=_warn)
+    summary = train(
+        config,
+        args.out,
+        resume=args.resume,
+        executor=args.executor,
+        address=args.address,
+        progress=not args.json,
+        force=args.force,
+        warn=_warn,
+    )
     if args.json:
         print_json(summary)
     else:
         last = summary["rounds"][-1] if summary["rounds"] else {}
-        print(f"trained {len(summary['rounds'])} rounds into {args.out}; last loss "
-              f"{last.get('loss', float('nan')):.4g}, evaluation RMSE "
-              f"{last.get('eval_rmse_position_m', float('nan')):.4g} m; policy in "
-              f"{args.out}/policy, summary plot {args.out}/training_summary.png")
+        print(
+            f"trained {len(summary['rounds'])} rounds into {args.out}; last loss "
+            f"{last.get('loss', float('nan')):.4g}, evaluation RMSE "
+            f"{last.get('eval_rmse_position_m', float('nan')):.4g} m; policy in "
+            f"{args.out}/policy, summary plot {args.out}/training_summary.png"
+        )
     return 0
 
 
@@ -386,8 +431,7 @@ def _train_config_with(path, config, overrides):
     from learners.config import train_config_from_dict
 
     data = read_toml(Path(path), "training config")
-    changed = build_with_overrides(data, overrides,
-                                   lambda d: train_config_from_dict(d, str(path)))
+    changed = build_with_overrides(data, overrides, lambda d: train_config_from_dict(d, str(path)))
     if changed.system_config == data.get("system_config", "paper"):
         return dataclasses.replace(changed, system_config=config.system_config)
     return changed
@@ -398,20 +442,29 @@ def cmd_world(args) -> int:
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise CliError(f"--duration: expected a positive number of seconds, got {args.duration!r}")
-    options = WorldOptions(real_time_factor=args.real_time_factor, state_rate_hz=args.state_rate,
-                           mocap_rate_hz=args.mocap_rate, pilot_queue=args.pilot_queue,
-                           start_paused=args.paused, seed=args.seed, lockstep=args.lockstep)
+    options = WorldOptions(
+        real_time_factor=args.real_time_factor,
+        state_rate_hz=args.state_rate,
+        mocap_rate_hz=args.mocap_rate,
+        pilot_queue=args.pilot_queue,
+        start_paused=args.paused,
+        seed=args.seed,
+        lockstep=args.lockstep,
+    )
     world = WorldNode(load_cli_config(args), options)
     from backends.gazebo import master_reachable, master_uri
 
     if not master_reachable(timeout=1.0):
         raise CliError(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start `roscore`")
     world.connect()
-    onboard = f", onboard IMU and estimate (seed {options.seed})" if world.config.imu.enabled \
-        else ""
-    print(f"cableload world: {world.n} quadrotors ({', '.join(world.names)}), real-time factor "
-          f"{options.real_time_factor:g}{', lockstep' if options.lockstep else ''}, pilot queue "
-          f"{options.pilot_queue}{onboard}", file=sys.stderr)
+    onboard = f", onboard IMU and estimate (seed {options.seed})" if world.config.imu.enabled else ""
+    print(
+        f"cableload world: {world.n} quadrotors ({', '.join(world.names)}), real-time factor "
+        f"{options.real_time_factor:g}{', lockstep' if options.lockstep else ''}, pilot queue "
+        f"{options.pilot_queue}{onboard}",
+        file=sys.stderr,
+    )
+
     # SIGINT or SIGTERM ends the loop at its next step: a KeyboardInterrupt raised inside rospy's
     # publish, between taking and releasing its lock, would end the world on a RuntimeError
     # instead, before its summary. A second SIGINT interrupts at once.
@@ -446,15 +499,19 @@ def cmd_node(args) -> int:
         raise CliError("--planner student runs one quadrotor per node: give --uav I")
     from planners import make_planner
 
-    planner = make_planner(args.planner, config, **_planner_options(
-        args.planner, args, n_uavs=config.system.n_uavs))
+    planner = make_planner(
+        args.planner, config, **_planner_options(args.planner, args, n_uavs=config.system.n_uavs)
+    )
+
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
     # SIGTERM (roslaunch, kill) interrupts the set-up as Ctrl-C does; once the node plans,
     # either ends its loop and the node reports
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt),
-                signal.SIGINT: signal.getsignal(signal.SIGINT)}
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt),
+        signal.SIGINT: signal.getsignal(signal.SIGINT),
+    }
     try:
         node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue)
     except BaseException:
@@ -465,8 +522,11 @@ def cmd_node(args) -> int:
         signal.signal(sig, lambda signum, frame: stopped.append(signum))
     rospy = ros1.rospy()
     whom = "every quadrotor" if args.uav is None else node.names[args.uav]
-    print(f"cableload node: {args.planner} planning for {whom} on the world's clock",
-          file=sys.stderr, flush=True)
+    print(
+        f"cableload node: {args.planner} planning for {whom} on the world's clock",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         while not rospy.is_shutdown() and not stopped:
             time.sleep(0.1)
@@ -497,7 +557,10 @@ def cmd_bench(args) -> int:
 
         uavs = _uav_list(args.uavs)[0] if args.uavs is not None else None
         figures = bench_sim(
-            steps=args.steps, batch=args.batch, physics_dt=args.physics_dt, uavs=uavs,
+            steps=args.steps,
+            batch=args.batch,
+            physics_dt=args.physics_dt,
+            uavs=uavs,
             config_path=args.config,
         )
     elif args.what == "teacher":
@@ -526,18 +589,23 @@ def cmd_launch(args) -> int:
     from pathlib import Path
 
     if shutil.which("roslaunch") is None:
-        raise CliError("cableload launch needs roslaunch: sudo apt-get install ros-core "
-                       "python3-roslaunch")
+        raise CliError("cableload launch needs roslaunch: sudo apt-get install ros-core python3-roslaunch")
     ros = Path(__file__).resolve().parents[2] / "ros"
     launch = Path(args.file) if args.file else ros / "cableload/launch/multilift.launch"
     if not launch.is_file():
         raise CliError(f"--file {str(launch)!r}: no such launch file")
     env = dict(os.environ)
     env["ROS_PACKAGE_PATH"] = os.pathsep.join(
-        filter(None, [str(ros), os.environ.get("ROS_PACKAGE_PATH", "")]))
+        filter(None, [str(ros), os.environ.get("ROS_PACKAGE_PATH", "")])
+    )
     env.setdefault("CABLELOAD_PYTHON", sys.executable)
-    proc = subprocess.Popen(["roslaunch", str(launch), *args.launch_args], env=env,
-                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        ["roslaunch", str(launch), *args.launch_args],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     result = None
     try:
         for line in proc.stdout:
@@ -553,8 +621,10 @@ def cmd_launch(args) -> int:
         proc.wait()
         raise
     if not isinstance(result, dict) or "status" not in result:
-        print("cableload: error: the launch ended without an episode result (see its log "
-              "above)", file=sys.stderr)
+        print(
+            "cableload: error: the launch ended without an episode result (see its log above)",
+            file=sys.stderr,
+        )
         return 1
     return 0 if result["status"] == "completed" else 1
 
@@ -590,43 +660,63 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def _add_reference(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trajectory", default="eight-slow",
-                   help="reference name (see `cableload trajectories`), or track:PATH, "
-                        "track:zandvoort")
+    p.add_argument(
+        "--trajectory",
+        default="eight-slow",
+        help="reference name (see `cableload trajectories`), or track:PATH, track:zandvoort",
+    )
     p.add_argument("--orientation", default="constant", choices=["constant", "zero-sideslip"])
     p.add_argument("--track-size", type=float, default=None, help="track:... larger side (m)")
     p.add_argument("--speed", type=float, default=None, help="track/square speed (m/s)")
-    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
-                   help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5")
+    p.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5",
+    )
 
 
 def _add_policy(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--policy", default=None,
-                   help="student policy directory (default: the shipped generalist for the "
-                        "number of quadrotors off eight-medium, when there is one, else the "
-                        "eight-medium student for that number)")
-    p.add_argument("--runtime", choices=["torch", "onnx"], default="torch",
-                   help="student inference runtime")
+    p.add_argument(
+        "--policy",
+        default=None,
+        help="student policy directory (default: the shipped generalist for the "
+        "number of quadrotors off eight-medium, when there is one, else the "
+        "eight-medium student for that number)",
+    )
+    p.add_argument("--runtime", choices=["torch", "onnx"], default="torch", help="student inference runtime")
 
 
 def _add_force(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--force", action="store_true",
-                   help="fly references beyond the system's limits (thrust, tilt, cable "
-                        "tensions; see `cableload trajectories --check`) with a warning instead "
-                        "of refusing them")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="fly references beyond the system's limits (thrust, tilt, cable "
+        "tensions; see `cableload trajectories --check`) with a warning instead "
+        "of refusing them",
+    )
 
 
 def _add_log(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log", default=None, metavar="RUN.bag",
-                   help="write a ROS1 bag of the run (one per planner with several)")
+    p.add_argument(
+        "--log",
+        default=None,
+        metavar="RUN.bag",
+        help="write a ROS1 bag of the run (one per planner with several)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing --log file")
 
 
 def _add_pilot_queue(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pilot-queue", choices=["stock", "replace"], default="stock",
-                   help="the Agilicious pilot's reference queue: stock (append-only; only the "
-                        "part of each plan up to the next one is sent) or replace (a patched "
-                        "pilot that replaces its queue)")
+    p.add_argument(
+        "--pilot-queue",
+        choices=["stock", "replace"],
+        default="stock",
+        help="the Agilicious pilot's reference queue: stock (append-only; only the "
+        "part of each plan up to the next one is sent) or replace (a patched "
+        "pilot that replaces its queue)",
+    )
 
 
 def _disturbance(text: str):
@@ -634,7 +724,8 @@ def _disturbance(text: str):
         force, torque = (float(v) for v in text.split(","))
     except ValueError as err:
         raise argparse.ArgumentTypeError(
-            f"expected FORCE,TORQUE (N, N m), e.g. 2.0,0.2; got {text!r}") from err
+            f"expected FORCE,TORQUE (N, N m), e.g. 2.0,0.2; got {text!r}"
+        ) from err
     return force, torque
 
 
@@ -645,62 +736,107 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("trajectories", help="list the load reference trajectories, or check "
-                       "one against the system's limits")
-    p.add_argument("--check", default=None, metavar="NAME",
-                   help="check one reference (with the options below): its peak speed, "
-                        "acceleration, jerk, and the thrust, tilt and cable tensions it needs; "
-                        "exit status 1 when beyond the limits")
-    p.add_argument("--sample", default=None, metavar="CONFIG",
-                   help="draw references from the [references] table of CONFIG (a training "
-                        "config) and write a preview into --out")
+    p = sub.add_parser(
+        "trajectories", help="list the load reference trajectories, or check one against the system's limits"
+    )
+    p.add_argument(
+        "--check",
+        default=None,
+        metavar="NAME",
+        help="check one reference (with the options below): its peak speed, "
+        "acceleration, jerk, and the thrust, tilt and cable tensions it needs; "
+        "exit status 1 when beyond the limits",
+    )
+    p.add_argument(
+        "--sample",
+        default=None,
+        metavar="CONFIG",
+        help="draw references from the [references] table of CONFIG (a training "
+        "config) and write a preview into --out",
+    )
     p.add_argument("--out", default=None, metavar="DIR", help="with --sample: output folder")
     p.add_argument("--count", type=int, default=8, help="with --sample: how many")
     p.add_argument("--seed", type=int, default=0, help="with --sample: seed of the draws")
-    p.add_argument("--duration", type=float, default=None,
-                   help="seconds to check (--check; default: the smooth start and one lap) or "
-                        "to draw (--sample; default 20)")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds to check (--check; default: the smooth start and one lap) or "
+        "to draw (--sample; default 20)",
+    )
     p.add_argument("--orientation", default="constant", choices=["constant", "zero-sideslip"])
     p.add_argument("--track-size", type=float, default=None, help="track:... larger side (m)")
     p.add_argument("--speed", type=float, default=None, help="track/square speed (m/s)")
-    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE",
-                   help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5")
+    p.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5",
+    )
     p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_trajectories)
 
     p = sub.add_parser("simulate", help="fly one planner on the embedded simulator or a ROS world")
-    p.add_argument("--planner", default="formation",
-                   help="formation, formation-tilt, formation-wrench, formation-follow, teacher or "
-                        "student; several, comma-separated, side by side; `nodes` (with "
-                        "--backend gazebo): the planners run as `cableload node` processes")
-    p.add_argument("--backend", choices=["embedded", "gazebo"], default="embedded",
-                   help="embedded: the numba simulator in this process; gazebo: a ROS1 world "
-                        "(Gazebo + RotorS + Agilicious, or `cableload world`) at ROS_MASTER_URI")
+    p.add_argument(
+        "--planner",
+        default="formation",
+        help="formation, formation-tilt, formation-wrench, formation-follow, teacher or "
+        "student; several, comma-separated, side by side; `nodes` (with "
+        "--backend gazebo): the planners run as `cableload node` processes",
+    )
+    p.add_argument(
+        "--backend",
+        choices=["embedded", "gazebo"],
+        default="embedded",
+        help="embedded: the numba simulator in this process; gazebo: a ROS1 world "
+        "(Gazebo + RotorS + Agilicious, or `cableload world`) at ROS_MASTER_URI",
+    )
     _add_pilot_queue(p)
     _add_policy(p)
     _add_log(p)
-    p.add_argument("--duration", type=float, default=60.0,
-                   help="seconds of simulated flight (--from-ground with eight-slow: "
-                        "the flight, ground to ground, takes 44 s)")
-    p.add_argument("--node-wait", type=float, default=30.0, metavar="S",
-                   help="with --planner nodes: how long (wall s) to wait, the world paused, for "
-                        "every node's first plan before the episode ends as node_lost")
-    p.add_argument("--from-ground", action="store_true",
-                   help="start with the load and the quadrotors resting on the ground, cables "
-                        "slack: take off, lift the load, fly one lap of the path, set it down "
-                        "and land (cableload_sim/trajectories/lift.py; formation planners)")
-    p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE",
-                   help="random wrench on the load: largest force (N) and torque (N m)")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=60.0,
+        help="seconds of simulated flight (--from-ground with eight-slow: "
+        "the flight, ground to ground, takes 44 s)",
+    )
+    p.add_argument(
+        "--node-wait",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="with --planner nodes: how long (wall s) to wait, the world paused, for "
+        "every node's first plan before the episode ends as node_lost",
+    )
+    p.add_argument(
+        "--from-ground",
+        action="store_true",
+        help="start with the load and the quadrotors resting on the ground, cables "
+        "slack: take off, lift the load, fly one lap of the path, set it down "
+        "and land (cableload_sim/trajectories/lift.py; formation planners)",
+    )
+    p.add_argument(
+        "--disturbance",
+        type=_disturbance,
+        default=None,
+        metavar="FORCE,TORQUE",
+        help="random wrench on the load: largest force (N) and torque (N m)",
+    )
     _add_reference(p)
     _add_force(p)
     _add_common(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("evaluate", help="teacher and student side by side on trajectories")
-    p.add_argument("--trajectories", default="eight-medium",
-                   help="comma-separated names, e.g. eight-medium,eight-slow,track:zandvoort")
+    p.add_argument(
+        "--trajectories",
+        default="eight-medium",
+        help="comma-separated names, e.g. eight-medium,eight-slow,track:zandvoort",
+    )
     p.add_argument("--duration", type=float, default=60.0, help="seconds per trajectory")
     p.add_argument("--disturbance", type=_disturbance, default=None, metavar="FORCE,TORQUE")
     _add_reference(p)
@@ -710,8 +846,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("train", help="train the student by DAgger")
-    p.add_argument("--config", default=None,
-                   help="training TOML (default: learners/configs/paper-eight-medium.toml)")
+    p.add_argument(
+        "--config", default=None, help="training TOML (default: learners/configs/paper-eight-medium.toml)"
+    )
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--executor", choices=["local", "ray"], default="local")
@@ -739,16 +876,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("metrics", help="metrics of a run log")
     p.add_argument("bag")
-    p.add_argument("--config", default=None,
-                   help="TOML configuration of the flight, for a bag that records none (a real "
-                        "flight's) or to override the recorded one")
+    p.add_argument(
+        "--config",
+        default=None,
+        help="TOML configuration of the flight, for a bag that records none (a real "
+        "flight's) or to override the recorded one",
+    )
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (with --config)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("bench", help="measure speed")
-    p.add_argument("what", choices=["sim", "teacher"],
-                   help="sim: physics + onboard controllers; teacher: time per NMPC plan")
+    p.add_argument(
+        "what",
+        choices=["sim", "teacher"],
+        help="sim: physics + onboard controllers; teacher: time per NMPC plan",
+    )
     p.add_argument("--steps", type=int, default=200_000, help="sim: physics steps")
     p.add_argument("--batch", type=int, default=64, help="sim: systems stepped in parallel")
     p.add_argument("--physics-dt", type=float, default=None, help="sim: physics step (s)")
@@ -763,50 +906,84 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument("-o", "--out", required=True, metavar="WORLD.world", help="world file to write")
-    p.add_argument("--cable-segments", type=int, default=None, metavar="K",
-                   help="rigid links per cable (default: 10)")
+    p.add_argument(
+        "--cable-segments", type=int, default=None, metavar="K", help="rigid links per cable (default: 10)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_gazebo_world)
 
-    p = sub.add_parser("launch", help="roslaunch a multi-lift episode (the world, planner "
-                       "nodes, rosbag, the episode) and exit with the episode's status")
-    p.add_argument("--file", default=None, metavar="LAUNCH",
-                   help="launch file (default: ros/cableload/launch/multilift.launch)")
-    p.add_argument("launch_args", nargs="*", metavar="ARG:=VALUE",
-                   help="the launch file's arguments, e.g. n:=3 planner:=teacher duration:=20")
+    p = sub.add_parser(
+        "launch",
+        help="roslaunch a multi-lift episode (the world, planner "
+        "nodes, rosbag, the episode) and exit with the episode's status",
+    )
+    p.add_argument(
+        "--file",
+        default=None,
+        metavar="LAUNCH",
+        help="launch file (default: ros/cableload/launch/multilift.launch)",
+    )
+    p.add_argument(
+        "launch_args",
+        nargs="*",
+        metavar="ARG:=VALUE",
+        help="the launch file's arguments, e.g. n:=3 planner:=teacher duration:=20",
+    )
     p.set_defaults(func=cmd_launch)
 
-    p = sub.add_parser("ros-messages", help="write the agiros, gazebo and cableload message "
-                       "packages the ROS tools (rostopic, rosbag) need, and print the "
-                       "ROS_PACKAGE_PATH line")
+    p = sub.add_parser(
+        "ros-messages",
+        help="write the agiros, gazebo and cableload message "
+        "packages the ROS tools (rostopic, rosbag) need, and print the "
+        "ROS_PACKAGE_PATH line",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="folder to write them in")
     p.set_defaults(func=cmd_ros_messages)
 
-    p = sub.add_parser("world", help="the simulator as a ROS1 world (what Gazebo + RotorS + "
-                       "the Agilicious pilot speak)")
+    p = sub.add_parser(
+        "world", help="the simulator as a ROS1 world (what Gazebo + RotorS + the Agilicious pilot speak)"
+    )
     p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
-    p.add_argument("--real-time-factor", type=float, default=1.0,
-                   help="simulated seconds per wall second (0: as fast as possible)")
+    p.add_argument(
+        "--real-time-factor",
+        type=float,
+        default=1.0,
+        help="simulated seconds per wall second (0: as fast as possible)",
+    )
     p.add_argument("--state-rate", type=float, default=100.0, help="state and /clock rate (Hz)")
     p.add_argument("--mocap-rate", type=float, default=100.0, help="load pose rate (Hz)")
     _add_pilot_queue(p)
     p.add_argument("--paused", action="store_true", help="start with the physics paused")
-    p.add_argument("--lockstep", action="store_true",
-                   help="the clock waits at every planner decision for its references (the same "
-                   "flight on a busy machine as on an idle one)")
-    p.add_argument("--duration", type=float, default=None,
-                   help="stop after this many seconds of world time (default: run until killed)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the links' draws (with --set link.enabled=true)")
+    p.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="the clock waits at every planner decision for its references (the same "
+        "flight on a busy machine as on an idle one)",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="stop after this many seconds of world time (default: run until killed)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the links' draws (with --set link.enabled=true)"
+    )
     p.set_defaults(func=cmd_world)
 
-    p = sub.add_parser("node", help="one planner as its own ROS1 node (one per quadrotor for "
-                       "the student)")
-    p.add_argument("--planner", required=True,
-                   help="student (with --uav), or a centralized planner: teacher, formation, ...")
-    p.add_argument("--uav", type=int, default=None,
-                   help="the quadrotor this node plans for (0-based; decentralized planners)")
+    p = sub.add_parser("node", help="one planner as its own ROS1 node (one per quadrotor for the student)")
+    p.add_argument(
+        "--planner",
+        required=True,
+        help="student (with --uav), or a centralized planner: teacher, formation, ...",
+    )
+    p.add_argument(
+        "--uav",
+        type=int,
+        default=None,
+        help="the quadrotor this node plans for (0-based; decentralized planners)",
+    )
     p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     _add_policy(p)

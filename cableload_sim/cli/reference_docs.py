@@ -18,13 +18,22 @@ from cableload_sim import checks, params
 from cableload_sim.params.system import LOAD_LAYOUT_KEYS
 
 TABLES = (
-    ("load", params.LoadParams), ("quadrotor", params.QuadrotorParams),
-    ("quadrotor.rotor", params.RotorParams), ("cable", params.CableParams),
-    ("formation", params.FormationParams), ("controller", params.ControllerParams),
-    ("simulation", params.SimulationParams), ("teacher", params.TeacherParams),
-    ("link", params.LinkParams), ("sensing", params.SensingParams), ("imu", params.ImuParams),
-    ("aero", params.AeroParams), ("wind", params.WindParams), ("mismatch", params.MismatchParams),
-    ("ball", params.BallParams), ("battery", params.BatteryParams),
+    ("load", params.LoadParams),
+    ("quadrotor", params.QuadrotorParams),
+    ("quadrotor.rotor", params.RotorParams),
+    ("cable", params.CableParams),
+    ("formation", params.FormationParams),
+    ("controller", params.ControllerParams),
+    ("simulation", params.SimulationParams),
+    ("teacher", params.TeacherParams),
+    ("link", params.LinkParams),
+    ("sensing", params.SensingParams),
+    ("imu", params.ImuParams),
+    ("aero", params.AeroParams),
+    ("wind", params.WindParams),
+    ("mismatch", params.MismatchParams),
+    ("ball", params.BallParams),
+    ("battery", params.BatteryParams),
     ("ground", params.GroundParams),
 )
 """Each table of a configuration file and the parameters it builds."""
@@ -38,9 +47,13 @@ def field_docs(cls) -> dict[str, str]:
     body = tree.body[0].body
     docs = {}
     for node, after in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
-                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) \
-                and isinstance(after.value.value, str):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
             docs[node.target.id] = " ".join(after.value.value.split())
     return docs
 
@@ -57,9 +70,11 @@ def _default(field: dataclasses.Field) -> str:
     return f"`{value!r}`"
 
 
-_LAYOUT_NOTE = ("Instead of listing `attachments`, `uavs` places that many on a regular polygon "
-                "`attachment_radius` (m) from the centre, at height `attachment_height` (m), the "
-                "first on +x.")
+_LAYOUT_NOTE = (
+    "Instead of listing `attachments`, `uavs` places that many on a regular polygon "
+    "`attachment_radius` (m) from the centre, at height `attachment_height` (m), the "
+    "first on +x."
+)
 
 
 def _accepts(cls, name: str) -> str:
@@ -69,32 +84,50 @@ def _accepts(cls, name: str) -> str:
 
 def configuration_markdown() -> str:
     params.load_config()  # every table's loader runs once, recording its checks
-    lines = [GENERATED, "", "# Configuration reference", "",
-             "A configuration is a TOML file (`--config FILE`; the default is the paper's setup,",
-             "`cableload_sim/configs/paper.toml`), and any key can be overridden on the command",
-             "line with `--set TABLE.KEY=VALUE`. A bad key or value is refused with its path and",
-             "what was expected. Units are given in each description; `accepts` is the check each",
-             "value passes (rules between keys, such as a rate that must divide the physics rate,",
-             "are checked as well and named in their error). `gravity` (m/s^2, default 9.81) is",
-             "the one top-level key.", ""]
+    lines = [
+        GENERATED,
+        "",
+        "# Configuration reference",
+        "",
+        "A configuration is a TOML file (`--config FILE`; the default is the paper's setup,",
+        "`cableload_sim/configs/paper.toml`), and any key can be overridden on the command",
+        "line with `--set TABLE.KEY=VALUE`. A bad key or value is refused with its path and",
+        "what was expected. Units are given in each description; `accepts` is the check each",
+        "value passes (rules between keys, such as a rate that must divide the physics rate,",
+        "are checked as well and named in their error). `gravity` (m/s^2, default 9.81) is",
+        "the one top-level key.",
+        "",
+    ]
     for table, cls in TABLES:
         docs = field_docs(cls)
-        lines += [f"## `[{table}]`", "", " ".join((cls.__doc__ or "").split()), "",
-                  "| key | type | default | accepts | meaning |", "|---|---|---|---|---|"]
+        lines += [
+            f"## `[{table}]`",
+            "",
+            " ".join((cls.__doc__ or "").split()),
+            "",
+            "| key | type | default | accepts | meaning |",
+            "|---|---|---|---|---|",
+        ]
         for field in dataclasses.fields(cls):
             if not field.init or field.name.startswith("_"):
                 continue
-            kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__",
-                                                                          str(field.type))
+            kind = (
+                field.type
+                if isinstance(field.type, str)
+                else getattr(field.type, "__name__", str(field.type))
+            )
             meaning = docs.get(field.name, "").replace("|", "\\|")
             kind = str(kind).replace("|", "\\|")
-            lines.append(f"| `{field.name}` | `{kind}` | {_default(field)} | "
-                         f"{_accepts(cls, field.name)} | {meaning} |")
+            lines.append(
+                f"| `{field.name}` | `{kind}` | {_default(field)} | {_accepts(cls, field.name)} | {meaning} |"
+            )
         if cls is params.LoadParams:
             defaults = {"uavs": "", "attachment_radius": "`0.3`", "attachment_height": "`0.06`"}
             for name, check in LOAD_LAYOUT_KEYS.items():
-                lines.append(f"| `{name}` | file key | {defaults[name]} | {check.expects} | "
-                             "Instead of `attachments`: see below. |")
+                lines.append(
+                    f"| `{name}` | file key | {defaults[name]} | {check.expects} | "
+                    "Instead of `attachments`: see below. |"
+                )
             lines += ["", _LAYOUT_NOTE]
         lines.append("")
     return "\n".join(lines)
@@ -115,9 +148,15 @@ def commands_markdown() -> str:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {choice.dest: choice.help for choice in sub._choices_actions}
-    lines = [GENERATED, "", "# Command reference", "",
-             "`cableload COMMAND --help` prints the same. How the commands behave, print and fail:",
-             "[usage.md](usage.md).", ""]
+    lines = [
+        GENERATED,
+        "",
+        "# Command reference",
+        "",
+        "`cableload COMMAND --help` prints the same. How the commands behave, print and fail:",
+        "[usage.md](usage.md).",
+        "",
+    ]
     for name, command in sub.choices.items():
         lines += [f"## `cableload {name}`", "", helps.get(name, "") or "", ""]
         lines += ["| option | default | meaning |", "|---|---|---|"]
@@ -125,8 +164,11 @@ def commands_markdown() -> str:
             if isinstance(action, argparse._HelpAction):
                 continue
             default = action.default
-            shown = "" if default is None or default is False or default == [] \
-                or default == argparse.SUPPRESS else f"`{default}`"
+            shown = (
+                ""
+                if default is None or default is False or default == [] or default == argparse.SUPPRESS
+                else f"`{default}`"
+            )
             if not action.option_strings:
                 shown = "required"
             meaning = (action.help or "").replace("|", "\\|")

@@ -36,6 +36,7 @@ with a ``ConfigError`` naming the key, the value and what was expected. ``load_c
 without a path gives the paper's setup (``cableload_sim/configs/paper.toml``). Overrides
 (``--set table.key=value``) change the parsed document before that same validation.
 """
+
 from cableload_sim.checks import MAX_CONFIG_BYTES, read_text, read_toml
 from cableload_sim.errors import ConfigError
 from cableload_sim.params.air import (

@@ -41,8 +41,7 @@ class AeroParams:
         return 0.5 * self.air_density * self.load_drag_coeff * np.array([b * c, a * c, a * b])
 
     def any_drag(self) -> bool:
-        return self.load_drag_coeff > 0.0 or any(self.quadrotor_drag) \
-            or self.rotor_drag_coeff > 0.0
+        return self.load_drag_coeff > 0.0 or any(self.quadrotor_drag) or self.rotor_drag_coeff > 0.0
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ def _wind(path: str, table: dict) -> WindParams:
     }
     wind = checks.build(WindParams, path, table, fields)
     if wind.sample_dt > 0.1:
-        raise ConfigError(f"{path}.sample_dt: expected at most 0.1 s (turbulence changes "
-                          f"faster), got {wind.sample_dt!r}")
+        raise ConfigError(
+            f"{path}.sample_dt: expected at most 0.1 s (turbulence changes faster), got {wind.sample_dt!r}"
+        )
     return wind
-

@@ -46,20 +46,28 @@ sqrt(k / m) physics_dt: the bounce is then resolved by some 12 steps."""
 
 
 def _ball(path: str, table: dict, load: LoadParams, sim: SimulationParams) -> BallParams:
-    fields = {"enabled": checks.boolean, "mass": checks.positive, "radius": checks.positive,
-              "stiffness": checks.positive, "damping": checks.non_negative, "friction": checks.non_negative,
-              "slip_speed": checks.positive}
+    fields = {
+        "enabled": checks.boolean,
+        "mass": checks.positive,
+        "radius": checks.positive,
+        "stiffness": checks.positive,
+        "damping": checks.non_negative,
+        "friction": checks.non_negative,
+        "slip_speed": checks.positive,
+    }
     ball = checks.build(BallParams, path, table, fields)
     if ball.enabled and 2.0 * ball.radius >= min(load.size):
-        raise ConfigError(f"{path}.radius: expected a ball that fits in the load's box "
-                          f"{list(load.size)} m (radius below {min(load.size) / 2:g}), got "
-                          f"{ball.radius!r}")
+        raise ConfigError(
+            f"{path}.radius: expected a ball that fits in the load's box "
+            f"{list(load.size)} m (radius below {min(load.size) / 2:g}), got "
+            f"{ball.radius!r}"
+        )
     phase = ball.contact_frequency() * sim.physics_dt
     if ball.enabled and phase > MAX_BALL_STEP_PHASE:
         raise ConfigError(
             f"{path}.stiffness: {ball.stiffness!r} N/m on {ball.mass!r} kg bounces at "
             f"{ball.contact_frequency():.4g} rad/s, {phase:.3g} rad per physics step of "
             f"{sim.physics_dt!r} s; expected at most {MAX_BALL_STEP_PHASE} (a softer contact, "
-            "a heavier ball or a shorter step)")
+            "a heavier ball or a shorter step)"
+        )
     return ball
-

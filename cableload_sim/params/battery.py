@@ -52,17 +52,21 @@ class BatteryParams:
 
 
 def _battery(path: str, table: dict) -> BatteryParams:
-    fields = {"enabled": checks.boolean, "cells": checks.integer(1, 14),
-              "capacity_ah": checks.positive, "internal_resistance": checks.non_negative,
-              "efficiency": checks.positive, "initial_charge": checks.positive,
-              "cell_ocv": checks.vector(len(BATTERY_CELL_OCV), checks.positive)}
+    fields = {
+        "enabled": checks.boolean,
+        "cells": checks.integer(1, 14),
+        "capacity_ah": checks.positive,
+        "internal_resistance": checks.non_negative,
+        "efficiency": checks.positive,
+        "initial_charge": checks.positive,
+        "cell_ocv": checks.vector(len(BATTERY_CELL_OCV), checks.positive),
+    }
     battery = checks.build(BatteryParams, path, table, fields)
     for name in ("efficiency", "initial_charge"):
         if getattr(battery, name) > 1.0:
-            raise ConfigError(f"{path}.{name}: expected a fraction in (0, 1], got "
-                              f"{getattr(battery, name)!r}")
+            raise ConfigError(f"{path}.{name}: expected a fraction in (0, 1], got {getattr(battery, name)!r}")
     if any(b <= a for a, b in zip(battery.cell_ocv, battery.cell_ocv[1:])):
-        raise ConfigError(f"{path}.cell_ocv: expected voltages rising with the charge, got "
-                          f"{list(battery.cell_ocv)!r}")
+        raise ConfigError(
+            f"{path}.cell_ocv: expected voltages rising with the charge, got {list(battery.cell_ocv)!r}"
+        )
     return battery
-

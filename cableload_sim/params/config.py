@@ -66,9 +66,27 @@ class Config:
 def config_from_dict(data: dict, source: str = "config") -> Config:
     """Build a ``Config`` from a parsed TOML document; ``source`` names it in errors."""
     checks.table(
-        source, data,
-        {"gravity", "load", "quadrotor", "cable", "formation", "controller", "simulation",
-         "mismatch", "teacher", "link", "sensing", "imu", "aero", "wind", "ball", "battery", "ground"},
+        source,
+        data,
+        {
+            "gravity",
+            "load",
+            "quadrotor",
+            "cable",
+            "formation",
+            "controller",
+            "simulation",
+            "mismatch",
+            "teacher",
+            "link",
+            "sensing",
+            "imu",
+            "aero",
+            "wind",
+            "ball",
+            "battery",
+            "ground",
+        },
     )
     load = _load(f"{source}:load", data.get("load", {}), None)
     n = len(load.attachments)
@@ -110,8 +128,9 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
 PAPER_CONFIG = "paper.toml"
 
 
-def load_config(path: str | Path | None = None, uavs: int | None = None,
-                overrides: Sequence[str] = ()) -> Config:
+def load_config(
+    path: str | Path | None = None, uavs: int | None = None, overrides: Sequence[str] = ()
+) -> Config:
     """Read a TOML configuration (the paper's setup when ``path`` is None).
 
     ``overrides`` (``table.key=value``, as ``--set`` takes them) replace values of the parsed
@@ -131,4 +150,3 @@ def load_config(path: str | Path | None = None, uavs: int | None = None,
     if uavs is not None:
         config = config.with_uavs(uavs)
     return config
-

@@ -80,7 +80,7 @@ class SimulationParams:
 
 
 def _controller(path: str, table: dict) -> ControllerParams:
-    positive3 = checks.vector(3, checks.positive)  # noqa: E731
+    positive3 = checks.vector(3, checks.positive)
     fields = {
         "rate_hz": checks.positive,
         "kp": positive3,
@@ -99,9 +99,16 @@ def _controller(path: str, table: dict) -> ControllerParams:
 
 
 def _simulation(path: str, table: dict) -> SimulationParams:
-    fields = {name: checks.positive for name in (
-        "physics_dt", "planner_rate_hz", "log_rate_hz", "collision_distance_m",
-        "divergence_distance_m")}
+    fields = {
+        name: checks.positive
+        for name in (
+            "physics_dt",
+            "planner_rate_hz",
+            "log_rate_hz",
+            "collision_distance_m",
+            "divergence_distance_m",
+        )
+    }
     sim = checks.build(SimulationParams, path, table, fields)
     if sim.physics_dt > 0.002:
         raise ConfigError(
@@ -147,4 +154,3 @@ def _check_rates(source: str, controller: ControllerParams, sim: SimulationParam
             f"{source}:simulation.planner_rate_hz: expected at most controller.rate_hz="
             f"{controller.rate_hz!r} Hz, got {sim.planner_rate_hz!r}"
         )
-

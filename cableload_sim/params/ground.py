@@ -49,9 +49,15 @@ MAX_GROUND_STEP_PHASE = 0.5
 
 
 def _ground(path: str, table: dict, system: SystemParams, sim: SimulationParams) -> GroundParams:
-    fields = {"enabled": checks.boolean, "stiffness": checks.positive, "damping": checks.non_negative,
-              "friction": checks.non_negative, "slip_speed": checks.positive,
-              "landing_height": checks.positive, "cable_snap": checks.choice(SNAP_MODELS)}
+    fields = {
+        "enabled": checks.boolean,
+        "stiffness": checks.positive,
+        "damping": checks.non_negative,
+        "friction": checks.non_negative,
+        "slip_speed": checks.positive,
+        "landing_height": checks.positive,
+        "cable_snap": checks.choice(SNAP_MODELS),
+    }
     ground = checks.build(GroundParams, path, table, fields)
     # the stiffest mode: one quadrotor on its four points (the load is heavier)
     mass = min(q.mass for q in system.quadrotors)
@@ -60,6 +66,6 @@ def _ground(path: str, table: dict, system: SystemParams, sim: SimulationParams)
         raise ConfigError(
             f"{path}.stiffness: {ground.stiffness!r} N/m per point under a {mass!r} kg "
             f"quadrotor bounces at {phase / sim.physics_dt:.4g} rad/s, {phase:.3g} rad per "
-            f"physics step of {sim.physics_dt!r} s; expected at most {MAX_GROUND_STEP_PHASE}")
+            f"physics step of {sim.physics_dt!r} s; expected at most {MAX_GROUND_STEP_PHASE}"
+        )
     return ground
-

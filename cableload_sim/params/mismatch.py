@@ -25,8 +25,10 @@ def _per_uav(path: str, value: Scale, n: int) -> tuple[float, ...]:
     """``value`` (a ``Scale``) as one ratio per quadrotor."""
     if isinstance(value, tuple):
         if len(value) != n:
-            raise ConfigError(f"{path}: expected one number for every quadrotor or a list of "
-                              f"{n} (one per quadrotor), got {len(value)} values")
+            raise ConfigError(
+                f"{path}: expected one number for every quadrotor or a list of "
+                f"{n} (one per quadrotor), got {len(value)} values"
+            )
         return value
     return (value,) * n
 
@@ -78,8 +80,7 @@ class MismatchParams:
                     f"got {len(self.attachment_offsets)}"
                 )
             attachments = tuple(
-                tuple(a + d for a, d in zip(p, off))
-                for p, off in zip(attachments, self.attachment_offsets)
+                tuple(a + d for a, d in zip(p, off)) for p, off in zip(attachments, self.attachment_offsets)
             )
         mass = load.mass * self.load_mass_scale
         inertia = load.inertia_matrix().diagonal() * self.load_mass_scale
@@ -102,8 +103,7 @@ class MismatchParams:
                     f"got {len(self.cable_length_deltas)}"
                 )
             cables = tuple(
-                dataclasses.replace(c, length=c.length + d)
-                for c, d in zip(cables, self.cable_length_deltas)
+                dataclasses.replace(c, length=c.length + d) for c, d in zip(cables, self.cable_length_deltas)
             )
             for k, c in enumerate(cables):
                 if c.length <= 0.0:
@@ -111,8 +111,9 @@ class MismatchParams:
                         f"mismatch.cable_length_deltas[{k}]: makes cable {k} length "
                         f"{c.length!r} m; expected a positive length"
                     )
-        return dataclasses.replace(system, load=load, cables=cables,
-                                   quadrotors=self._quadrotors(system.quadrotors))
+        return dataclasses.replace(
+            system, load=load, cables=cables, quadrotors=self._quadrotors(system.quadrotors)
+        )
 
     def _quadrotors(self, quads: tuple[QuadrotorParams, ...]) -> tuple[QuadrotorParams, ...]:
         n = len(quads)
@@ -151,14 +152,16 @@ def _inertia_about_com(inertia_at_box: np.ndarray, mass: float, com: np.ndarray)
             f"{where}: leaves the load moments of inertia {np.round(moments, 6).tolist()} kg m^2 "
             f"about its centre of mass (from {np.round(inertia_at_box, 6).tolist()} about the box "
             "centre); expected positive moments that satisfy the triangle inequality, i.e. a "
-            "smaller offset or a larger load inertia")
+            "smaller offset or a larger load inertia"
+        )
     products = mass * np.abs(np.array([com[0] * com[1], com[1] * com[2], com[0] * com[2]]))
     if products.max() > MAX_COM_PRODUCT_SHARE * moments.min():
         raise ConfigError(
             f"{where}: adds a product of inertia of {products.max():.3g} kg m^2, more than "
             f"{MAX_COM_PRODUCT_SHARE:.0%} of the smallest principal moment ({moments.min():.3g}); "
             "the simulated load keeps its principal axes, so expected an offset mostly along "
-            "one load axis")
+            "one load axis"
+        )
     return moments
 
 
@@ -173,8 +176,12 @@ def _mismatch(path: str, table: dict) -> MismatchParams:
         "cable_length_deltas": checks.sequence(),
         "load_com_offset": checks.vector(3),
     }
-    for name in ("quadrotor_mass_scale", "quadrotor_inertia_scale", "thrust_coeff_scale",
-                 "torque_coeff_scale", "motor_time_constant_scale"):
+    for name in (
+        "quadrotor_mass_scale",
+        "quadrotor_inertia_scale",
+        "thrust_coeff_scale",
+        "torque_coeff_scale",
+        "motor_time_constant_scale",
+    ):
         fields[name] = _SCALE
     return checks.build(MismatchParams, path, table, fields)
-

@@ -31,20 +31,24 @@ class Override:
         """``text`` as ``a.b.c=VALUE``, VALUE in TOML syntax (``0.5``, ``true``, ``[0.5, 0.4]``,
         ``"name"``); a bare word such as ``paper`` is taken as a string."""
         if not isinstance(text, str) or "=" not in text:
-            raise ConfigError(f"--set {text!r}: expected TABLE.KEY=VALUE, e.g. "
-                              "quadrotor.rotor.time_constant=0.03")
+            raise ConfigError(
+                f"--set {text!r}: expected TABLE.KEY=VALUE, e.g. quadrotor.rotor.time_constant=0.03"
+            )
         name, raw = (part.strip() for part in text.split("=", 1))
         key = tuple(name.split("."))
         if not all(_KEY_PART.fullmatch(part) for part in key):
-            raise ConfigError(f"--set {text!r}: {name!r} is not a dotted key; expected names of "
-                              "letters, digits, _ and - joined by dots, e.g. load.mass")
+            raise ConfigError(
+                f"--set {text!r}: {name!r} is not a dotted key; expected names of "
+                "letters, digits, _ and - joined by dots, e.g. load.mass"
+            )
         try:
             value = tomllib.loads(f"value = {raw}")["value"]
         except tomllib.TOMLDecodeError as err:
             if not _BARE_WORD.fullmatch(raw):
                 raise ConfigError(
                     f"--set {text!r}: {raw!r} is not a TOML value ({err}); expected e.g. 0.5, "
-                    'true, [0.5, 0.4, 0.1] or "text"') from None
+                    'true, [0.5, 0.4, 0.1] or "text"'
+                ) from None
             value = raw
         return cls(text, key, value)
 
@@ -55,8 +59,9 @@ class Override:
             inner = table.setdefault(part, {})
             if not isinstance(inner, dict):
                 raise ConfigError(
-                    f"--set {self.text!r}: {'.'.join(self.key[:depth + 1])} is a value "
-                    f"({inner!r}), not a table")
+                    f"--set {self.text!r}: {'.'.join(self.key[: depth + 1])} is a value "
+                    f"({inner!r}), not a table"
+                )
             table = inner
         table[self.key[-1]] = self.value
 
@@ -64,9 +69,11 @@ class Override:
         """Whether a validation error ``message`` is about this key."""
         dotted = ".".join(self.key)
         parent = ".".join(self.key[:-1])
-        return (re.search(rf"[:.]{re.escape(dotted)}\b", message) is not None
-                or (f"{parent}: unknown key {self.key[-1]!r}" in message)
-                or (not parent and f": unknown key {self.key[-1]!r}" in message))
+        return (
+            re.search(rf"[:.]{re.escape(dotted)}\b", message) is not None
+            or (f"{parent}: unknown key {self.key[-1]!r}" in message)
+            or (not parent and f": unknown key {self.key[-1]!r}" in message)
+        )
 
 
 def build_with_overrides(data: dict, overrides: Sequence[str], build: Callable[[dict], Any]):
@@ -87,4 +94,3 @@ def build_with_overrides(data: dict, overrides: Sequence[str], build: Callable[[
     except ConfigError as err:
         blamed = [o.text for o in parsed if o.named_in(str(err))] or [o.text for o in parsed]
         raise ConfigError(f"--set {', '.join(map(repr, blamed))}: {err}") from None
-

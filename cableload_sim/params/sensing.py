@@ -99,38 +99,56 @@ class ImuParams:
 
 
 def _link(path: str, table: dict) -> LinkParams:
-    fields = {"enabled": checks.boolean, "drop_fraction": checks.non_negative,
-              "delay_min_s": checks.non_negative,
-              "delay_max_s": checks.non_negative}
+    fields = {
+        "enabled": checks.boolean,
+        "drop_fraction": checks.non_negative,
+        "delay_min_s": checks.non_negative,
+        "delay_max_s": checks.non_negative,
+    }
     link = checks.build(LinkParams, path, table, fields)
     if link.drop_fraction >= 1.0:
-        raise ConfigError(f"{path}.drop_fraction: expected a fraction below 1 (1 loses every "
-                          f"plan), got {link.drop_fraction!r}")
+        raise ConfigError(
+            f"{path}.drop_fraction: expected a fraction below 1 (1 loses every "
+            f"plan), got {link.drop_fraction!r}"
+        )
     if link.delay_min_s > link.delay_max_s:
-        raise ConfigError(f"{path}.delay_min_s: expected at most delay_max_s="
-                          f"{link.delay_max_s!r} s, got {link.delay_min_s!r}")
+        raise ConfigError(
+            f"{path}.delay_min_s: expected at most delay_max_s="
+            f"{link.delay_max_s!r} s, got {link.delay_min_s!r}"
+        )
     horizon = HORIZON_S
     if link.delay_max_s >= horizon:
-        raise ConfigError(f"{path}.delay_max_s: expected below the plan's horizon "
-                          f"({horizon:.2f} s: a later plan has run out on arrival), got "
-                          f"{link.delay_max_s!r}")
+        raise ConfigError(
+            f"{path}.delay_max_s: expected below the plan's horizon "
+            f"({horizon:.2f} s: a later plan has run out on arrival), got "
+            f"{link.delay_max_s!r}"
+        )
     return link
 
 
 def _sensing(path: str, table: dict) -> SensingParams:
     fields = {f.name: checks.non_negative for f in dataclasses.fields(SensingParams)}
     fields["enabled"] = checks.boolean
-    for name in ("mocap_rate_hz", "load_jerk_psd", "load_angular_accel_psd", "uav_jerk_psd",
-                 "uav_angular_accel_psd"):
+    for name in (
+        "mocap_rate_hz",
+        "load_jerk_psd",
+        "load_angular_accel_psd",
+        "uav_jerk_psd",
+        "uav_angular_accel_psd",
+    ):
         fields[name] = checks.positive
     sensing = checks.build(SensingParams, path, table, fields)
     if sensing.latency_s > 0.5:
-        raise ConfigError(f"{path}.latency_s: expected at most 0.5 s (motion capture takes a "
-                          f"few ms), got {sensing.latency_s!r}")
+        raise ConfigError(
+            f"{path}.latency_s: expected at most 0.5 s (motion capture takes a "
+            f"few ms), got {sensing.latency_s!r}"
+        )
     for name in ("attitude_noise_rad", "attitude_bias_rad"):
         if getattr(sensing, name) > 0.5:
-            raise ConfigError(f"{path}.{name}: expected at most 0.5 rad (the filter linearizes "
-                              f"small rotations), got {getattr(sensing, name)!r}")
+            raise ConfigError(
+                f"{path}.{name}: expected at most 0.5 rad (the filter linearizes "
+                f"small rotations), got {getattr(sensing, name)!r}"
+            )
     return sensing
 
 
@@ -142,8 +160,9 @@ def _imu(path: str, table: dict) -> ImuParams:
     return checks.build(ImuParams, path, table, fields)
 
 
-def _check_imu(source: str, imu: ImuParams, sensing: SensingParams, sim: SimulationParams,
-               controller: ControllerParams) -> None:
+def _check_imu(
+    source: str, imu: ImuParams, sensing: SensingParams, sim: SimulationParams, controller: ControllerParams
+) -> None:
     """The onboard estimate's captures fall on controller updates, its corrections stay
     stable, and no more captures wait at once than it holds (checked when on)."""
     if not imu.enabled:
@@ -154,7 +173,8 @@ def _check_imu(source: str, imu: ImuParams, sensing: SensingParams, sim: Simulat
         raise ConfigError(
             f"{source}:sensing.mocap_rate_hz: with imu.enabled, expected a whole fraction of "
             f"controller.rate_hz={controller.rate_hz!r} Hz (a capture at a controller update), "
-            f"got {sensing.mocap_rate_hz!r}")
+            f"got {sensing.mocap_rate_hz!r}"
+        )
     period = round(every) * update_s
     fastest = max(imu.position_bandwidth, imu.attitude_bandwidth)
     if 3.0 * fastest * period > 0.5:
@@ -162,13 +182,15 @@ def _check_imu(source: str, imu: ImuParams, sensing: SensingParams, sim: Simulat
             f"{source}:imu: expected bandwidths below {0.5 / (3.0 * period):.3g} rad/s at "
             f"{sensing.mocap_rate_hz!r} Hz captures (each correction at most half the error), "
             f"got position_bandwidth={imu.position_bandwidth!r}, "
-            f"attitude_bandwidth={imu.attitude_bandwidth!r}")
+            f"attitude_bandwidth={imu.attitude_bandwidth!r}"
+        )
     waiting = math.ceil(sensing.latency_s / period) + 1
     if waiting > IMU_PENDING_CAPTURES:
         raise ConfigError(
             f"{source}:sensing.latency_s: with imu.enabled, expected at most "
             f"{(IMU_PENDING_CAPTURES - 1) * period!r} s ({IMU_PENDING_CAPTURES} captures "
-            f"in flight), got {sensing.latency_s!r}")
+            f"in flight), got {sensing.latency_s!r}"
+        )
 
 
 IMU_PENDING_CAPTURES = 4
@@ -184,5 +206,5 @@ def _check_sensing_rate(source: str, sensing: SensingParams, sim: SimulationPara
         raise ConfigError(
             f"{source}:sensing.mocap_rate_hz: expected at least simulation.planner_rate_hz="
             f"{sim.planner_rate_hz!r} Hz (a capture every planner period), got "
-            f"{sensing.mocap_rate_hz!r}")
-
+            f"{sensing.mocap_rate_hz!r}"
+        )

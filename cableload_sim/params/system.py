@@ -147,8 +147,9 @@ class SystemParams:
     def __post_init__(self):
         n = len(self.load.attachments)
         if not 2 <= n <= MAX_UAVS:
-            raise ConfigError(f"load.attachments: expected 2 to {MAX_UAVS} attachment points "
-                              f"(one per quadrotor), got {n}")
+            raise ConfigError(
+                f"load.attachments: expected 2 to {MAX_UAVS} attachment points (one per quadrotor), got {n}"
+            )
         if len(self.quadrotors) != n or len(self.cables) != n:
             raise ConfigError(
                 f"load.attachments: {n} attachment points but {len(self.quadrotors)} quadrotors "
@@ -201,14 +202,15 @@ def polygon_attachments(n: int, radius: float, height: float) -> tuple[tuple[flo
 
 
 def _rotor(path: str, table: dict) -> RotorParams:
-    fields = {name: checks.positive for name in (
-        "arm_length", "thrust_coeff", "torque_coeff", "speed_max", "time_constant")}
+    fields = {
+        name: checks.positive
+        for name in ("arm_length", "thrust_coeff", "torque_coeff", "speed_max", "time_constant")
+    }
     fields["speed_min"] = checks.non_negative
     rotor = checks.build(RotorParams, path, table, fields)
     if rotor.speed_min >= rotor.speed_max:
         raise ConfigError(
-            f"{path}.speed_min: expected less than speed_max={rotor.speed_max!r}, "
-            f"got {rotor.speed_min!r}"
+            f"{path}.speed_min: expected less than speed_max={rotor.speed_max!r}, got {rotor.speed_min!r}"
         )
     return rotor
 
@@ -229,8 +231,9 @@ def _cable(path: str, table: dict) -> CableParams:
 
 def _formation(path: str, table: dict) -> FormationParams:
     angle = checks.number(0.0, 80.0, high_open=True, name="an angle from 0 to below 80 deg")
-    return checks.build(FormationParams, path, table,
-                        {"min_cable_angle_deg": angle, "min_spacing_m": checks.non_negative})
+    return checks.build(
+        FormationParams, path, table, {"min_cable_angle_deg": angle, "min_spacing_m": checks.non_negative}
+    )
 
 
 LOAD_FIELDS = {
@@ -252,14 +255,17 @@ them: ``uavs`` points at ``attachment_radius`` (m, default 0.3) from the centre,
 def _load(path: str, table: dict, n_uavs: int | None) -> LoadParams:
     checks.table(path, table, {*LOAD_FIELDS, *LOAD_LAYOUT_KEYS})
     checks.FIELD_CHECKS[LoadParams] = LOAD_FIELDS
-    kwargs: dict[str, Any] = {name: check(f"{path}.{name}", table[name])
-                              for name, check in LOAD_FIELDS.items() if name in table}
-    layout = {name: check(f"{path}.{name}", table[name])
-              for name, check in LOAD_LAYOUT_KEYS.items() if name in table}
+    kwargs: dict[str, Any] = {
+        name: check(f"{path}.{name}", table[name]) for name, check in LOAD_FIELDS.items() if name in table
+    }
+    layout = {
+        name: check(f"{path}.{name}", table[name])
+        for name, check in LOAD_LAYOUT_KEYS.items()
+        if name in table
+    }
     if "uavs" in layout:
         if n_uavs is not None and n_uavs != layout["uavs"]:
-            raise ConfigError(f"{path}.uavs: {layout['uavs']} conflicts with the requested "
-                              f"{n_uavs} uavs")
+            raise ConfigError(f"{path}.uavs: {layout['uavs']} conflicts with the requested {n_uavs} uavs")
         n_uavs = layout["uavs"]
     if "attachments" in kwargs:
         if n_uavs is not None and len(kwargs["attachments"]) != n_uavs:
@@ -269,6 +275,6 @@ def _load(path: str, table: dict, n_uavs: int | None) -> LoadParams:
             )
     elif n_uavs is not None:
         kwargs["attachments"] = polygon_attachments(
-            n_uavs, layout.get("attachment_radius", 0.3), layout.get("attachment_height", 0.06))
+            n_uavs, layout.get("attachment_radius", 0.3), layout.get("attachment_height", 0.06)
+        )
     return LoadParams(**kwargs)
-

@@ -92,9 +92,18 @@ class TeacherParams:
 
 def _teacher(path: str, table: dict) -> TeacherParams:
     fields = {f.name: checks.non_negative for f in dataclasses.fields(TeacherParams)}
-    for name in ("tension_max", "thrust_min", "thrust_margin", "max_cable_jerk",
-                 "max_tension_accel", "weight_position", "exact_penalty", "barrier",
-                 "pace_factor", "pace_recovery"):
+    for name in (
+        "tension_max",
+        "thrust_min",
+        "thrust_margin",
+        "max_cable_jerk",
+        "max_tension_accel",
+        "weight_position",
+        "exact_penalty",
+        "barrier",
+        "pace_factor",
+        "pace_recovery",
+    ):
         fields[name] = checks.positive
 
     fields["max_iter"] = checks.integer(1)
@@ -105,15 +114,15 @@ def _teacher(path: str, table: dict) -> TeacherParams:
     fields["prior"] = checks.choice(TEACHER_PRIORS)
     teacher = checks.build(TeacherParams, path, table, fields)
     if teacher.tension_min >= teacher.tension_max:
-        raise ConfigError(f"{path}.tension_min: expected less than tension_max="
-                          f"{teacher.tension_max!r}, got {teacher.tension_min!r}")
+        raise ConfigError(
+            f"{path}.tension_min: expected less than tension_max="
+            f"{teacher.tension_max!r}, got {teacher.tension_min!r}"
+        )
     if teacher.thrust_margin > 1.0:
         raise ConfigError(f"{path}.thrust_margin: expected at most 1, got {teacher.thrust_margin!r}")
     if teacher.pace_factor >= 1.0:
-        raise ConfigError(f"{path}.pace_factor: expected below 1 (a slowdown), got "
-                          f"{teacher.pace_factor!r}")
+        raise ConfigError(f"{path}.pace_factor: expected below 1 (a slowdown), got {teacher.pace_factor!r}")
     for name in ("pace_min", "pace_recovery", "pace_catch_up"):
         if getattr(teacher, name) > 1.0:
             raise ConfigError(f"{path}.{name}: expected at most 1, got {getattr(teacher, name)!r}")
     return teacher
-

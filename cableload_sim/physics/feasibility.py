@@ -32,8 +32,11 @@ def check_hover(config: Config) -> None:
     check_system_hover(config.system, config.controller.max_tilt_deg, "")
     if config.mismatch != type(config.mismatch)():
         # the load starts level (``Simulator.reset``) and tilts about an offset centre of mass
-        check_system_hover(config.mismatch.without_com_offset().apply(config.system),
-                           config.controller.max_tilt_deg, " (as simulated, with [mismatch])")
+        check_system_hover(
+            config.mismatch.without_com_offset().apply(config.system),
+            config.controller.max_tilt_deg,
+            " (as simulated, with [mismatch])",
+        )
 
 
 def check_system_hover(system: SystemParams, max_tilt_deg: float, which: str = "") -> None:
@@ -45,8 +48,10 @@ def check_system_hover(system: SystemParams, max_tilt_deg: float, which: str = "
     except (ValueError, ArithmeticError) as err:
         raise UsageError(f"the {load} has no hover equilibrium: {err}") from None
     if not all(np.isfinite(a).all() for a in (hover.uav_p, hover.rotor_speeds, hover.tensions)):
-        raise UsageError(f"the {load} has no hover equilibrium (the statics give non-finite "
-                         "values); check load.attachments and the cable lengths")
+        raise UsageError(
+            f"the {load} has no hover equilibrium (the statics give non-finite "
+            "values); check load.attachments and the cable lengths"
+        )
     needed = np.linalg.norm(hover.thrusts, axis=1)
     largest = np.array([quad.rotor.max_thrust() for quad in system.quadrotors])
     i = int(np.argmax(needed / largest))
@@ -55,23 +60,28 @@ def check_system_hover(system: SystemParams, max_tilt_deg: float, which: str = "
             f"the {load} is too heavy: quadrotor {i} needs {needed[i]:.3g} N of thrust to hover, "
             f"{needed[i] / largest[i]:.0%} of its maximum {largest[i]:.3g} N (at most "
             f"{HOVER_THRUST_LIMIT:.0%}); expected a lighter load, more quadrotors or "
-            "stronger rotors")
-    for i, (quad, thrust, speeds) in enumerate(zip(system.quadrotors, hover.thrusts,
-                                                   hover.rotor_speeds, strict=True)):
+            "stronger rotors"
+        )
+    for i, (quad, thrust, speeds) in enumerate(
+        zip(system.quadrotors, hover.thrusts, hover.rotor_speeds, strict=True)
+    ):
         needed = float(np.linalg.norm(thrust))
         if needed < quad.rotor.min_thrust():
             raise UsageError(
                 f"the {load}: quadrotor {i} needs only {needed:.3g} N of thrust to hover, less "
-                f"than its rotors give at idle ({quad.rotor.min_thrust():.3g} N)")
+                f"than its rotors give at idle ({quad.rotor.min_thrust():.3g} N)"
+            )
         if speeds.max() > quad.rotor.speed_max or speeds.min() < quad.rotor.speed_min:
             raise UsageError(
                 f"the {load}: quadrotor {i} needs rotor speeds {np.round(speeds, 0).tolist()} "
-                f"rad/s to hover, outside [{quad.rotor.speed_min:g}, {quad.rotor.speed_max:g}]")
+                f"rad/s to hover, outside [{quad.rotor.speed_min:g}, {quad.rotor.speed_max:g}]"
+            )
         tilt = math.degrees(math.atan2(math.hypot(thrust[0], thrust[1]), thrust[2]))
         if tilt > max_tilt_deg:
             raise UsageError(
                 f"the {load}: quadrotor {i} must tilt {tilt:.1f} deg to hover, more than "
-                f"controller.max_tilt_deg = {max_tilt_deg:g}")
+                f"controller.max_tilt_deg = {max_tilt_deg:g}"
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,9 +130,11 @@ class Excess:
         over = abs(self.needed - self.limit)
         ratio = self.needed / self.limit if self.limit else math.inf
         side = "above" if self.needed > self.limit else "below"
-        return (f"{self.quantity} {self.needed:.3g} {self.unit} at {self.peak.where()}: "
-                f"{over:.3g} {self.unit} {side} the limit {self.limit:.3g} {self.unit} "
-                f"({ratio:.0%} of it; {self.limit_name})")
+        return (
+            f"{self.quantity} {self.needed:.3g} {self.unit} at {self.peak.where()}: "
+            f"{over:.3g} {self.unit} {side} the limit {self.limit:.3g} {self.unit} "
+            f"({ratio:.0%} of it; {self.limit_name})"
+        )
 
 
 @dataclass(frozen=True)
@@ -155,8 +167,9 @@ class ReferenceCheck:
         return not self.excesses
 
     def as_dict(self) -> dict:
-        peak = lambda p, unit: {"value": p.value, "unit": unit, "t": p.t,  # noqa: E731
-                                "position": list(p.position), "uav": p.uav}
+        def peak(p, unit):
+            return {"value": p.value, "unit": unit, "t": p.t, "position": list(p.position), "uav": p.uav}
+
         return {
             "reference": self.reference,
             "duration_s": self.duration_s,
@@ -178,9 +191,11 @@ class ReferenceCheck:
     def message(self) -> str:
         """One paragraph: what is beyond the limits, or that nothing is."""
         if self.flyable:
-            return (f"{self.reference}: flyable over {self.duration_s:g} s (thrust at most "
-                    f"{self.thrust.value:.3g} N of {self.limits['thrust_N']:.3g} N, tilt "
-                    f"{self.tilt.value:.3g} of {self.limits['tilt_deg']:g} deg)")
+            return (
+                f"{self.reference}: flyable over {self.duration_s:g} s (thrust at most "
+                f"{self.thrust.value:.3g} N of {self.limits['thrust_N']:.3g} N, tilt "
+                f"{self.tilt.value:.3g} of {self.limits['tilt_deg']:g} deg)"
+            )
         lines = "; ".join(e.message() for e in self.excesses)
         return f"{self.reference} cannot be flown over {self.duration_s:g} s: {lines}"
 
@@ -195,8 +210,9 @@ def check_duration(reference) -> float:
     return float(period + ramp) if ramp is not None else float(period + 1.0)
 
 
-def check_reference(reference, config: Config, duration: float | None = None,
-                    step: float = CHECK_STEP_S) -> ReferenceCheck:
+def check_reference(
+    reference, config: Config, duration: float | None = None, step: float = CHECK_STEP_S
+) -> ReferenceCheck:
     """Peak speed, acceleration, jerk, angular rate, and the thrust, tilt and cable tensions
     ``reference`` needs over ``duration`` seconds (default ``check_duration``), against the
     nominal system's limits: thrust ``teacher.thrust_margin`` of each quadrotor's maximum,
@@ -218,47 +234,95 @@ def check_reference(reference, config: Config, duration: float | None = None,
     thrust = np.linalg.norm(thrusts, axis=2)  # (K, n)
     tilt = np.degrees(np.arctan2(np.linalg.norm(thrusts[:, :, :2], axis=2), thrusts[:, :, 2]))
     tension = np.linalg.norm(forces, axis=2)
-    limits_thrust = np.array([config.teacher.thrust_margin * q.rotor.max_thrust()
-                              for q in system.quadrotors])
+    limits_thrust = np.array([config.teacher.thrust_margin * q.rotor.max_thrust() for q in system.quadrotors])
     teacher = config.teacher
-    limits = {"thrust_N": float(limits_thrust.min()), "thrust_margin": teacher.thrust_margin,
-              "tilt_deg": config.controller.max_tilt_deg, "tension_min_N": teacher.tension_min,
-              "tension_max_N": teacher.tension_max}
+    limits = {
+        "thrust_N": float(limits_thrust.min()),
+        "thrust_margin": teacher.thrust_margin,
+        "tilt_deg": config.controller.max_tilt_deg,
+        "tension_min_N": teacher.tension_min,
+        "tension_max_N": teacher.tension_max,
+    }
 
     def peak(values: np.ndarray, smallest: bool = False) -> Peak:
         flat = values.argmin() if smallest else values.argmax()
         k, *uav = np.unravel_index(flat, values.shape)
-        return Peak(float(values[(k, *uav)]), float(t[k]), tuple(float(c) for c in s.p[k]),
-                    int(uav[0]) if uav else None)
+        return Peak(
+            float(values[(k, *uav)]),
+            float(t[k]),
+            tuple(float(c) for c in s.p[k]),
+            int(uav[0]) if uav else None,
+        )
 
     worst = peak(thrust / limits_thrust)  # the quadrotor closest to its own limit
     k = int(np.searchsorted(t, worst.t))
     thrust_peak = dataclasses.replace(worst, value=float(thrust[k, worst.uav]))
     check = ReferenceCheck(
-        reference=_reference_label(reference), duration_s=duration, speed=peak(speed),
-        acceleration=peak(acceleration), jerk=peak(jerk), angular_rate=peak(rate),
-        thrust=thrust_peak, tilt=peak(tilt), tension_max=peak(tension),
-        tension_min=peak(tension, smallest=True), limits=limits, excesses=())
+        reference=_reference_label(reference),
+        duration_s=duration,
+        speed=peak(speed),
+        acceleration=peak(acceleration),
+        jerk=peak(jerk),
+        angular_rate=peak(rate),
+        thrust=thrust_peak,
+        tilt=peak(tilt),
+        tension_max=peak(tension),
+        tension_min=peak(tension, smallest=True),
+        limits=limits,
+        excesses=(),
+    )
     excesses = []
     if worst.value > 1.0:
         rotor_max = system.quadrotors[worst.uav].rotor.max_thrust()
-        excesses.append(Excess("thrust", thrust_peak.value, float(limits_thrust[worst.uav]), "N",
-                               f"teacher.thrust_margin {teacher.thrust_margin:g} of the "
-                               f"{rotor_max:.3g} N maximum", thrust_peak))
+        excesses.append(
+            Excess(
+                "thrust",
+                thrust_peak.value,
+                float(limits_thrust[worst.uav]),
+                "N",
+                f"teacher.thrust_margin {teacher.thrust_margin:g} of the {rotor_max:.3g} N maximum",
+                thrust_peak,
+            )
+        )
     if check.tilt.value > config.controller.max_tilt_deg:
-        excesses.append(Excess("tilt", check.tilt.value, config.controller.max_tilt_deg, "deg",
-                               "controller.max_tilt_deg", check.tilt))
+        excesses.append(
+            Excess(
+                "tilt",
+                check.tilt.value,
+                config.controller.max_tilt_deg,
+                "deg",
+                "controller.max_tilt_deg",
+                check.tilt,
+            )
+        )
     if check.tension_max.value > teacher.tension_max:
-        excesses.append(Excess("cable tension", check.tension_max.value, teacher.tension_max,
-                               "N", "teacher.tension_max", check.tension_max))
+        excesses.append(
+            Excess(
+                "cable tension",
+                check.tension_max.value,
+                teacher.tension_max,
+                "N",
+                "teacher.tension_max",
+                check.tension_max,
+            )
+        )
     if check.tension_min.value < teacher.tension_min:
-        excesses.append(Excess("cable tension", check.tension_min.value, teacher.tension_min,
-                               "N", "teacher.tension_min: a slack cable", check.tension_min))
+        excesses.append(
+            Excess(
+                "cable tension",
+                check.tension_min.value,
+                teacher.tension_min,
+                "N",
+                "teacher.tension_min: a slack cable",
+                check.tension_min,
+            )
+        )
     return dataclasses.replace(check, excesses=tuple(excesses))
 
 
-def require_flyable(reference, config: Config, duration: float, force: bool = False,
-                    warn=None) -> ReferenceCheck:
+def require_flyable(
+    reference, config: Config, duration: float, force: bool = False, warn=None
+) -> ReferenceCheck:
     """``check_reference`` over a flight: a reference beyond the limits is refused
     (``UsageError``), or with ``force`` reported through ``warn`` (default: a warning)."""
     check_hover(config)  # a system that cannot hover is the system's fault, not the reference's
@@ -266,9 +330,11 @@ def require_flyable(reference, config: Config, duration: float, force: bool = Fa
     if check.flyable:
         return check
     if not force:
-        raise UsageError(f"{check.message()}. Expected a reference within the limits: slow it "
-                         "down or widen its turns (see `cableload trajectories --check`), or "
-                         "fly it anyway with --force")
+        raise UsageError(
+            f"{check.message()}. Expected a reference within the limits: slow it "
+            "down or widen its turns (see `cableload trajectories --check`), or "
+            "fly it anyway with --force"
+        )
     (warn or (lambda text: warnings.warn(text, stacklevel=3)))(f"--force: {check.message()}")
     return check
 
@@ -322,8 +388,11 @@ def _quasi_static_forces(system: SystemParams, s) -> tuple[np.ndarray, np.ndarra
     body_offsets = np.einsum("kab,nb->kna", R, offsets)
     omega_w = np.einsum("kab,kb->ka", R, s.omega)
     alpha_w = np.einsum("kab,kb->ka", R, s.alpha)
-    uav_acc = (s.a[:, None, :] + np.cross(alpha_w[:, None, :], body_offsets)
-               + np.cross(omega_w[:, None, :], np.cross(omega_w[:, None, :], body_offsets)))
+    uav_acc = (
+        s.a[:, None, :]
+        + np.cross(alpha_w[:, None, :], body_offsets)
+        + np.cross(omega_w[:, None, :], np.cross(omega_w[:, None, :], body_offsets))
+    )
     masses = np.array([q.mass for q in system.quadrotors])
     thrusts = masses[None, :, None] * (uav_acc + np.array([0.0, 0.0, g])) + forces
     return forces, thrusts

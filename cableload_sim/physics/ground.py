@@ -16,15 +16,16 @@ from cableload_sim.physics import layout
 from cableload_sim.rotations import quat_from_yaw, quat_to_euler, quat_to_matrix
 
 
-def resting_state(config: Config, simulated: SystemParams, hover_x: np.ndarray, load_p,
-                  load_q) -> np.ndarray:
+def resting_state(config: Config, simulated: SystemParams, hover_x: np.ndarray, load_p, load_q) -> np.ndarray:
     """The state at rest on the ground below the hover state ``hover_x`` (the simulator's
     state after ``reset(load_p, load_q)``): the load below ``load_p`` with the heading of
     ``load_q``, each quadrotor below its slot, heading +x."""
     ground = config.ground
     if not ground.enabled:
-        raise UsageError("starting on the ground needs the ground: set ground.enabled = true "
-                         "(--set ground.enabled=true), got ground.enabled = false")
+        raise UsageError(
+            "starting on the ground needs the ground: set ground.enabled = true "
+            "(--set ground.enabled=true), got ground.enabled = false"
+        )
     x = hover_x.copy()
     g = simulated.gravity
     load = simulated.load
@@ -38,8 +39,7 @@ def resting_state(config: Config, simulated: SystemParams, hover_x: np.ndarray, 
     x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4] = q_load
     x[layout.LOAD_VEL : layout.LOAD_VEL + 6] = 0.0
     level = np.array([1.0, 0.0, 0.0, 0.0])
-    for i, (quad, cable, rho) in enumerate(zip(simulated.quadrotors, simulated.cables,
-                                              load.attachments)):
+    for i, (quad, cable, rho) in enumerate(zip(simulated.quadrotors, simulated.cables, load.attachments)):
         o = layout.quad_offset(i)
         idle = quad.rotor.speed_min
         lift = 4.0 * quad.rotor.thrust_coeff * idle**2
@@ -48,14 +48,19 @@ def resting_state(config: Config, simulated: SystemParams, hover_x: np.ndarray, 
         x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] = level
         x[o + layout.QUAD_VEL : o + layout.QUAD_VEL + 6] = 0.0
         x[o + layout.QUAD_ROTOR : o + layout.QUAD_ROTOR + 4] = idle
-        span = x[o + layout.QUAD_POS : o + layout.QUAD_POS + 3] + np.asarray(quad.attachment) \
-            - x[layout.LOAD_POS : layout.LOAD_POS + 3] - R @ np.asarray(rho)
+        span = (
+            x[o + layout.QUAD_POS : o + layout.QUAD_POS + 3]
+            + np.asarray(quad.attachment)
+            - x[layout.LOAD_POS : layout.LOAD_POS + 3]
+            - R @ np.asarray(rho)
+        )
         if np.linalg.norm(span) >= cable.length:
             raise UsageError(
                 f"starting on the ground: quadrotor {i} below its slot is "
                 f"{np.linalg.norm(span):.3f} m from its load attachment, its cable "
                 f"{cable.length!r} m long would be taut; expected a slack cable (a steeper "
-                "formation.min_cable_angle_deg or longer cables)")
+                "formation.min_cable_angle_deg or longer cables)"
+            )
     return x
 
 
@@ -67,8 +72,7 @@ def cable_lift(samples, system: SystemParams) -> np.ndarray:
     total = np.zeros(len(samples.t))
     for i, quad in enumerate(system.quadrotors):
         R_i = quat_to_matrix(samples.uav_q[:, i])
-        span = samples.uav_p[:, i] + R_i @ np.asarray(quad.attachment) - samples.load_p \
-            - R_L @ rho[i]
+        span = samples.uav_p[:, i] + R_i @ np.asarray(quad.attachment) - samples.load_p - R_L @ rho[i]
         total += samples.cable_tension[:, i] * span[:, 2] / np.linalg.norm(span, axis=1)
     return total
 

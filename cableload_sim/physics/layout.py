@@ -176,9 +176,13 @@ def cable_model_offset(n_uavs: int, i: int) -> int:
     return M_HEADER + QM_SIZE * n_uavs + CM_SIZE * i
 
 
-def pack_model(system: SystemParams, aero: AeroParams | None = None,
-               ball: BallParams | None = None, battery: BatteryParams | None = None,
-               ground: GroundParams | None = None) -> np.ndarray:
+def pack_model(
+    system: SystemParams,
+    aero: AeroParams | None = None,
+    ball: BallParams | None = None,
+    battery: BatteryParams | None = None,
+    ground: GroundParams | None = None,
+) -> np.ndarray:
     """The model vector of ``system`` (what the physics kernels simulate), with the drag of
     ``aero`` (None: no drag), the sloshing ``ball`` and the ``battery`` of every quadrotor
     (None or not enabled: none)."""
@@ -275,8 +279,9 @@ def _pack_ground(m: np.ndarray, system: SystemParams, ground: GroundParams) -> N
     m[M_GROUND_LANDING] = ground.landing_height
     half = np.asarray(system.load.size) / 2.0
     m[M_GROUND_LOAD_REACH] = np.linalg.norm(system.load.box_centre) + np.linalg.norm(half)
-    hubs = max(float(np.max(np.linalg.norm(q.rotor.rotor_positions()[:, :2], axis=1)))
-               for q in system.quadrotors)
+    hubs = max(
+        float(np.max(np.linalg.norm(q.rotor.rotor_positions()[:, :2], axis=1))) for q in system.quadrotors
+    )
     m[M_GROUND_QUAD_REACH] = math.hypot(hubs, ground.landing_height)
     m[M_SNAP_INELASTIC] = float(ground.inelastic_snap())
 
@@ -332,8 +337,9 @@ def tracking_compliance(controller: ControllerParams, system: SystemParams | Non
     return 0.0
 
 
-def pack_gains(controller: ControllerParams, simulation: SimulationParams,
-               system: SystemParams | None = None) -> np.ndarray:
+def pack_gains(
+    controller: ControllerParams, simulation: SimulationParams, system: SystemParams | None = None
+) -> np.ndarray:
     """The gains vector; ``system`` (the nominal one the controllers know) decides the tracking
     compliance (``tracking_compliance``)."""
     g = np.zeros(G_SIZE)
@@ -349,8 +355,10 @@ def pack_gains(controller: ControllerParams, simulation: SimulationParams,
     g[G_COS_HALF_TILT] = math.cos(0.5 * g[G_MAX_TILT])
     # rate loop 1 / K_w and the INDI filters' mean delay, (1 - a) / a updates (the kernel adds
     # each quadrotor's motor time constant)
-    g[G_RATE_LAG] = 1.0 / min(controller.rate_gain[0], controller.rate_gain[1]) \
+    g[G_RATE_LAG] = (
+        1.0 / min(controller.rate_gain[0], controller.rate_gain[1])
         + dt * (1.0 - g[G_FILTER_ALPHA]) / g[G_FILTER_ALPHA]
+    )
     g[G_MAX_POS_ERR] = controller.max_position_error
     g[G_DT] = dt
     g[G_INV_DT] = 1.0 / dt

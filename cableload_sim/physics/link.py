@@ -47,8 +47,12 @@ class LinkStats:
         dropped = sum(p.dropped for p in parts)
         arrived = sent - dropped
         total = sum(p.delay_mean_s * (p.sent - p.dropped) for p in parts)
-        return LinkStats(sent, dropped, total / arrived if arrived else 0.0,
-                         max((p.delay_max_s for p in parts), default=0.0))
+        return LinkStats(
+            sent,
+            dropped,
+            total / arrived if arrived else 0.0,
+            max((p.delay_max_s for p in parts), default=0.0),
+        )
 
 
 class LinkModel:
@@ -94,9 +98,12 @@ class LinkModel:
 
     def stats(self) -> LinkStats:
         arrived = self._sent - self._dropped
-        return LinkStats(self._sent, self._dropped,
-                         float(self._delay_sum / arrived) if arrived else 0.0,
-                         float(self._delay_max))
+        return LinkStats(
+            self._sent,
+            self._dropped,
+            float(self._delay_sum / arrived) if arrived else 0.0,
+            float(self._delay_max),
+        )
 
 
 LINK_STREAM = 1

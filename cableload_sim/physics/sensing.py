@@ -68,8 +68,9 @@ class MotionCapture:
         noise_p = self.rng.normal(0.0, self.params.position_noise_m, size=shape)
         noise_q = self.rng.normal(0.0, self.params.attitude_noise_rad, size=shape)
         measured_q = _product(q, _rotation_quat(self.attitude_bias + noise_q))
-        return PoseCapture(float(t), float(t) + self.params.latency_s,
-                           p + self.position_bias + noise_p, measured_q)
+        return PoseCapture(
+            float(t), float(t) + self.params.latency_s, p + self.position_bias + noise_p, measured_q
+        )
 
 
 class PoseFilter:
@@ -85,8 +86,7 @@ class PoseFilter:
     (rad).
     """
 
-    def __init__(self, jerk_psd, angular_accel_psd, position_noise: float,
-                 attitude_noise: float):
+    def __init__(self, jerk_psd, angular_accel_psd, position_noise: float, attitude_noise: float):
         self.jerk_psd = np.asarray(jerk_psd, dtype=float)
         self.angular_accel_psd = np.asarray(angular_accel_psd, dtype=float)
         # A noise-free sensor still leaves the filter something to weigh: 1 um, 1 urad.
@@ -142,9 +142,13 @@ class PoseFilter:
         if dt <= 0.0:
             return
         F = np.array([[1.0, dt, 0.5 * dt**2], [0.0, 1.0, dt], [0.0, 0.0, 1.0]])
-        Q = np.array([[dt**5 / 20.0, dt**4 / 8.0, dt**3 / 6.0],
-                      [dt**4 / 8.0, dt**3 / 3.0, dt**2 / 2.0],
-                      [dt**3 / 6.0, dt**2 / 2.0, dt]])
+        Q = np.array(
+            [
+                [dt**5 / 20.0, dt**4 / 8.0, dt**3 / 6.0],
+                [dt**4 / 8.0, dt**3 / 3.0, dt**2 / 2.0],
+                [dt**3 / 6.0, dt**2 / 2.0, dt],
+            ]
+        )
         self.x = F @ self.x
         self.P_trans = F @ self.P_trans @ F.T + self.jerk_psd[:, None, None] * Q
         # rotation: dtheta' = Exp(-omega dt) dtheta + dt domega
@@ -153,8 +157,7 @@ class PoseFilter:
         F[:, :3, :3] = quat_to_matrix(turn).transpose(0, 2, 1)
         F[:, :3, 3:] = dt * np.eye(3)
         Q = np.kron(Q[1:, 1:], np.eye(3))  # white angular acceleration on (theta, omega)
-        self.P_rot = (F @ self.P_rot @ F.transpose(0, 2, 1)
-                      + self.angular_accel_psd[:, None, None] * Q)
+        self.P_rot = F @ self.P_rot @ F.transpose(0, 2, 1) + self.angular_accel_psd[:, None, None] * Q
         self.q = _normalized(_product(self.q, turn))
         self.t = t
 
@@ -171,10 +174,14 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton products of (B, 4) quaternions."""
     aw, ax, ay, az = a.T
     bw, bx, by, bz = b.T
-    return np.column_stack([aw * bw - ax * bx - ay * by - az * bz,
-                            aw * bx + ax * bw + ay * bz - az * by,
-                            aw * by - ax * bz + ay * bw + az * bx,
-                            aw * bz + ax * by - ay * bx + az * bw])
+    return np.column_stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def _rotation_quat(rotvec: np.ndarray) -> np.ndarray:
@@ -213,7 +220,9 @@ class Sensors:
         self.filter = PoseFilter(
             jerk_psd=[params.load_jerk_psd] + [params.uav_jerk_psd] * n,
             angular_accel_psd=[params.load_angular_accel_psd] + [params.uav_angular_accel_psd] * n,
-            position_noise=params.position_noise_m, attitude_noise=params.attitude_noise_rad)
+            position_noise=params.position_noise_m,
+            attitude_noise=params.attitude_noise_rad,
+        )
         self.pending: deque[PoseCapture] = deque()
         self.captures: list[PoseCapture] = []
         """Every capture since ``start``, kept when ``record`` (tests and studies)."""
@@ -260,8 +269,15 @@ class Sensors:
         uav_ends = p[1:] + np.einsum("nij,nj->ni", R[1:], self.uav_attachments)
         cable = uav_ends - load_ends
         return WorldState(
-            t=truth.t, load_p=p[0], load_q=q[0], load_v=v[0], load_omega=omega[0],
-            uav_p=p[1:], uav_q=q[1:], uav_v=v[1:], uav_omega=omega[1:],
+            t=truth.t,
+            load_p=p[0],
+            load_q=q[0],
+            load_v=v[0],
+            load_omega=omega[0],
+            uav_p=p[1:],
+            uav_q=q[1:],
+            uav_v=v[1:],
+            uav_omega=omega[1:],
             rotor_speeds=truth.rotor_speeds.copy(),
             cable_tension=self.hover_tensions.copy(),
             cable_dir=cable / np.linalg.norm(cable, axis=1, keepdims=True),
@@ -270,5 +286,4 @@ class Sensors:
 
 def body_poses(state: WorldState) -> tuple[np.ndarray, np.ndarray]:
     """Positions (n + 1, 3) and attitudes (n + 1, 4) of the load and the quadrotors."""
-    return (np.vstack([state.load_p[None, :], state.uav_p]),
-            np.vstack([state.load_q[None, :], state.uav_q]))
+    return (np.vstack([state.load_p[None, :], state.uav_p]), np.vstack([state.load_q[None, :], state.uav_q]))

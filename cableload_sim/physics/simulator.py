@@ -67,19 +67,18 @@ class Simulator:
         sim = config.simulation
         self.h = sim.physics_dt
         self.decimation = layout.controller_decimation(config.controller, sim)
-        self.model = layout.pack_model(self.simulated, config.aero, config.ball, config.battery,
-                                       config.ground)
+        self.model = layout.pack_model(
+            self.simulated, config.aero, config.ball, config.battery, config.ground
+        )
         self.state_len = layout.state_size(self.n, config.ball.enabled, config.battery.enabled)
-        layout.pack_imu(self.model, config.imu, config.sensing,
-                        self.decimation * self.h)
+        layout.pack_imu(self.model, config.imu, config.sensing, self.decimation * self.h)
         self.cmodel = layout.pack_model(self.nominal, ground=config.ground)
         self.gains = layout.pack_gains(config.controller, sim, self.nominal)
         self.log_every = max(1, round(1.0 / (sim.log_rate_hz * self.h)))
         self.x = np.zeros(self.state_len)
         self.step = 0
         self._zero_wrench = np.zeros((1, 6))
-        self.wind = WindField(config.wind, np.random.default_rng(config.wind.seed)
-                              if rng is None else rng)
+        self.wind = WindField(config.wind, np.random.default_rng(config.wind.seed) if rng is None else rng)
         self._onboard = np.zeros((self.n, ONBOARD_SIZE))
         self.reset(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
         self.seed_onboard(0)
@@ -97,8 +96,9 @@ class Simulator:
         level = self.config.mismatch.without_com_offset().apply(self.nominal)
         ball = self.config.ball
         if ball.enabled:  # the load's hover carrying the ball, at rest on the floor's centre
-            level = dataclasses.replace(level, load=dataclasses.replace(
-                level.load, mass=level.load.mass + ball.mass))
+            level = dataclasses.replace(
+                level, load=dataclasses.replace(level.load, mass=level.load.mass + ball.mass)
+            )
         hover = hover_state(level, load_p, load_q, hover_geometry(level))
         x = np.zeros(self.state_len)
         R_L = quat_to_matrix(hover.load_q)
@@ -106,8 +106,11 @@ class Simulator:
         x[layout.LOAD_POS : layout.LOAD_POS + 3] = hover.load_p - R_L @ box
         if ball.enabled:
             o = layout.ball_offset(self.n)
-            rest = ball.radius - 0.5 * self.simulated.load.size[2] \
+            rest = (
+                ball.radius
+                - 0.5 * self.simulated.load.size[2]
                 - ball.mass * self.simulated.gravity / ball.stiffness
+            )
             x[o + layout.BALL_POS : o + layout.BALL_POS + 3] = hover.load_p + R_L @ [0, 0, rest]
         if self.config.battery.enabled:
             battery = self.config.battery
@@ -138,9 +141,7 @@ class Simulator:
         """Replace the physical state; controllers, plans and statistics start afresh."""
         x = np.asarray(x, dtype=float)
         if x.shape != (self.state_len,) or not np.isfinite(x).all():
-            raise ValueError(
-                f"state: expected {self.state_len} finite values, got shape {x.shape}"
-            )
+            raise ValueError(f"state: expected {self.state_len} finite values, got shape {x.shape}")
         self.x = x.copy()
         self.step = int(step)
         self.ctrl = np.zeros((self.n, layout.CS_SIZE))
@@ -153,8 +154,9 @@ class Simulator:
         self.stats = layout.new_stats(self.n)
         self.fcache, self.fvalid = layout.empty_force_cache(self.n)
 
-    def seed_onboard(self, seed: int, position_bias: np.ndarray | None = None,
-                     attitude_bias: np.ndarray | None = None) -> None:
+    def seed_onboard(
+        self, seed: int, position_bias: np.ndarray | None = None, attitude_bias: np.ndarray | None = None
+    ) -> None:
         """A new flight's onboard sensors (``[imu]``, used when enabled): noise seeds and
         IMU biases drawn from ``seed`` in a stream of their own (``IMU_STREAM``), and the
         motion capture's bias for each quadrotor, ``position_bias`` (n, 3) (m) and
@@ -174,8 +176,9 @@ class Simulator:
             if given is not None:
                 given = np.asarray(given, dtype=float)
                 if given.shape != (self.n, 3) or not np.isfinite(given).all():
-                    raise ValueError(f"motion-capture bias: expected {self.n} x 3 finite "
-                                     f"values, got shape {given.shape}")
+                    raise ValueError(
+                        f"motion-capture bias: expected {self.n} x 3 finite values, got shape {given.shape}"
+                    )
                 cal[:, k : k + 3] = given
         self._onboard = cal
         self.ctrl[:, layout.CS_IMU_SEED : layout.CS_IMU_SEED + ONBOARD_SIZE] = cal
@@ -204,9 +207,14 @@ class Simulator:
         log_x = np.empty((rows, self.x.size))
         log_tension = np.empty((rows, self.n))
         self.wind.cover((self.step + n_steps) * self.h)
-        written = kernels.advance(self.kernel_model(), self.kernel_data(), self.step, n_steps,
-                                  wrench, layout.SimLog(self.log_every if log else 0, log_x,
-                                                        log_tension))
+        written = kernels.advance(
+            self.kernel_model(),
+            self.kernel_data(),
+            self.step,
+            n_steps,
+            wrench,
+            layout.SimLog(self.log_every if log else 0, log_x, log_tension),
+        )
         first = (self.step // self.log_every + 1) * self.log_every
         t = (first + self.log_every * np.arange(written)) * self.h
         self.step += n_steps
@@ -214,15 +222,29 @@ class Simulator:
 
     def kernel_model(self) -> layout.SimModel:
         """The constant model the kernels step (arrays shared with this simulator)."""
-        return layout.SimModel(physics=self.model, nominal=self.cmodel, gains=self.gains,
-                               n=self.n, h=self.h, decimation=self.decimation,
-                               wind=self.wind.samples, wind_dt=self.wind.dt)
+        return layout.SimModel(
+            physics=self.model,
+            nominal=self.cmodel,
+            gains=self.gains,
+            n=self.n,
+            h=self.h,
+            decimation=self.decimation,
+            wind=self.wind.samples,
+            wind_dt=self.wind.dt,
+        )
 
     def kernel_data(self) -> layout.SimData:
         """The data the kernels change in place (this simulator's own arrays)."""
-        return layout.SimData(x=self.x, ctrl=self.ctrl, plans=self.plans,
-                              plan_status=self.plan_status, counters=self.counters,
-                              stats=self.stats, fcache=self.fcache, fvalid=self.fvalid)
+        return layout.SimData(
+            x=self.x,
+            ctrl=self.ctrl,
+            plans=self.plans,
+            plan_status=self.plan_status,
+            counters=self.counters,
+            stats=self.stats,
+            fcache=self.fcache,
+            fvalid=self.fvalid,
+        )
 
     def world_state(self) -> WorldState:
         return world_state_from(self.x, self.model, self.n, self.time)
@@ -234,9 +256,11 @@ class Simulator:
         if not self.config.imu.enabled or not np.all(self.ctrl[:, layout.CS_EST_READY] > 0.0):
             return None
         c = self.ctrl
-        return (c[:, layout.CS_EST_POS : layout.CS_EST_POS + 3].copy(),
-                c[:, layout.CS_EST_QUAT : layout.CS_EST_QUAT + 4].copy(),
-                c[:, layout.CS_EST_VEL : layout.CS_EST_VEL + 3].copy())
+        return (
+            c[:, layout.CS_EST_POS : layout.CS_EST_POS + 3].copy(),
+            c[:, layout.CS_EST_QUAT : layout.CS_EST_QUAT + 4].copy(),
+            c[:, layout.CS_EST_VEL : layout.CS_EST_VEL + 3].copy(),
+        )
 
     def statistics(self) -> SimulatorStats:
         st = self.stats
@@ -263,8 +287,7 @@ def world_state_from(x: np.ndarray, model: np.ndarray, n: int, t: float) -> Worl
     tension = np.empty(n)
     direction = np.empty((n, 3))
     kernels.cable_tensions(x, model, n, tension, direction)
-    quads = np.stack([x[layout.quad_offset(i) : layout.quad_offset(i) + layout.QUAD_SIZE]
-                      for i in range(n)])
+    quads = np.stack([x[layout.quad_offset(i) : layout.quad_offset(i) + layout.QUAD_SIZE] for i in range(n)])
     box = model[layout.M_LOAD_BOX_CENTRE : layout.M_LOAD_BOX_CENTRE + 3]
     load_p = x[layout.LOAD_POS : layout.LOAD_POS + 3].copy()
     load_v = x[layout.LOAD_VEL : layout.LOAD_VEL + 3].copy()

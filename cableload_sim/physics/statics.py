@@ -168,8 +168,9 @@ def rotor_drag_at_hover(system: SystemParams, aero: AeroParams) -> np.ndarray:
     geometry = hover_geometry(system)
     out = np.empty(system.n_uavs)
     for i, quad in enumerate(system.quadrotors):
-        thrust = np.linalg.norm(quad.mass * np.array([0.0, 0.0, system.gravity])
-                                + geometry.tensions[i] * geometry.directions[i])
+        thrust = np.linalg.norm(
+            quad.mass * np.array([0.0, 0.0, system.gravity]) + geometry.tensions[i] * geometry.directions[i]
+        )
         out[i] = 4.0 * aero.rotor_drag_coeff * np.sqrt(thrust / (4.0 * quad.rotor.thrust_coeff))
     return out
 
@@ -250,17 +251,19 @@ def load_wrench(system: SystemParams, R: np.ndarray, s) -> tuple[np.ndarray, np.
     return force, np.einsum("kab,kb->ka", R, body_torque)
 
 
-def wrench_correction(forces: np.ndarray, arms: np.ndarray, force: np.ndarray,
-                      torque: np.ndarray) -> np.ndarray:
+def wrench_correction(
+    forces: np.ndarray, arms: np.ndarray, force: np.ndarray, torque: np.ndarray
+) -> np.ndarray:
     """The least (sum of squares) change (K, n, 3) of cable forces ``forces`` (K, n, 3),
     pulling at ``arms`` (K, n, 3) from the load's centre of mass, after which they exert
     ``force`` and ``torque`` (K, 3) on the load; least squares where they cannot (two cables
     exert no torque about the line through their attachment points)."""
     k, n = forces.shape[:2]
-    residual = np.concatenate([force - forces.sum(axis=1),
-                               torque - np.cross(arms, forces).sum(axis=1)], axis=1)
-    grasp = np.concatenate([np.tile(np.eye(3), (k, 1, n)),
-                            np.concatenate([skew(arms[:, i]) for i in range(n)], axis=2)],
-                           axis=1)  # (K, 6, 3n)
+    residual = np.concatenate(
+        [force - forces.sum(axis=1), torque - np.cross(arms, forces).sum(axis=1)], axis=1
+    )
+    grasp = np.concatenate(
+        [np.tile(np.eye(3), (k, 1, n)), np.concatenate([skew(arms[:, i]) for i in range(n)], axis=2)], axis=1
+    )  # (K, 6, 3n)
     correction = np.einsum("kij,kj->ki", np.linalg.pinv(grasp, rcond=1e-9), residual)
     return correction.reshape(k, n, 3)

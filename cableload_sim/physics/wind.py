@@ -70,8 +70,7 @@ def wind_axes(mean: np.ndarray) -> np.ndarray:
     """Unit vectors (rows, world) of the turbulence components u, v, w: u along the steady
     wind's horizontal direction (world x without one), v horizontal to its left, w up."""
     horizontal = math.hypot(mean[0], mean[1])
-    u = np.array([mean[0], mean[1], 0.0]) / horizontal if horizontal > 1e-9 \
-        else np.array([1.0, 0.0, 0.0])
+    u = np.array([mean[0], mean[1], 0.0]) / horizontal if horizontal > 1e-9 else np.array([1.0, 0.0, 0.0])
     return np.array([u, [-u[1], u[0], 0.0], [0.0, 0.0, 1.0]])
 
 
@@ -87,12 +86,15 @@ class WindField:
         self.mean = np.array(params.mean, dtype=float)
         self.axes = wind_axes(self.mean)
         speed = max(float(np.linalg.norm(self.mean)), MIN_WIND_SPEED)
-        self.components = [
-            DrydenComponent(sigma, length, speed, self.dt, first_order=(k == 0))
-            for k, (sigma, length) in enumerate(zip(params.turbulence_sigma,
-                                                    params.turbulence_length))
-            if sigma > 0.0
-        ] if params.turbulent() else []
+        self.components = (
+            [
+                DrydenComponent(sigma, length, speed, self.dt, first_order=(k == 0))
+                for k, (sigma, length) in enumerate(zip(params.turbulence_sigma, params.turbulence_length))
+                if sigma > 0.0
+            ]
+            if params.turbulent()
+            else []
+        )
         self._which = [k for k, sigma in enumerate(params.turbulence_sigma) if sigma > 0.0]
         self.restart()
 

@@ -97,17 +97,24 @@ class WorldState:
     def is_finite(self) -> bool:
         return all(
             np.isfinite(np.asarray(getattr(self, f))).all()
-            for f in ("t", "load_p", "load_q", "load_v", "load_omega", "uav_p", "uav_q", "uav_v",
-                      "uav_omega")
+            for f in ("t", "load_p", "load_q", "load_v", "load_omega", "uav_p", "uav_q", "uav_v", "uav_omega")
         )
 
     def local(self, i: int, load_attachment, uav_attachment) -> LocalObservation:
         """What quadrotor ``i`` may observe; attachments are rho_i (load frame) and r_i (body)."""
         if not 0 <= i < self.n_uavs:
             raise IndexError(f"uav index {i} out of range for {self.n_uavs} quadrotors")
-        return LocalObservation.of(self.t, self.load_p, self.load_q, self.uav_p[i], self.uav_v[i],
-                                   self.uav_q[i], self.uav_omega[i], load_attachment,
-                                   uav_attachment)
+        return LocalObservation.of(
+            self.t,
+            self.load_p,
+            self.load_q,
+            self.uav_p[i],
+            self.uav_v[i],
+            self.uav_q[i],
+            self.uav_omega[i],
+            load_attachment,
+            uav_attachment,
+        )
 
 
 @dataclass(frozen=True)
@@ -125,25 +132,38 @@ class LocalObservation:
     cable_uav_end: np.ndarray
 
     @classmethod
-    def of(cls, t, load_p, load_q, uav_p, uav_v, uav_q, uav_omega, load_attachment,
-           uav_attachment) -> LocalObservation:
+    def of(
+        cls, t, load_p, load_q, uav_p, uav_v, uav_q, uav_omega, load_attachment, uav_attachment
+    ) -> LocalObservation:
         """From the load's pose and the quadrotor's own state; the cable's ends from the
         attachment points rho_i (load frame) and r_i (body frame)."""
-        load_p, load_q, uav_p, uav_q = (np.array(x, dtype=float) for x in (load_p, load_q,
-                                                                           uav_p, uav_q))
-        return cls(t=float(t), load_p=load_p, load_q=load_q, uav_p=uav_p,
-                   uav_v=np.array(uav_v, dtype=float), uav_q=uav_q,
-                   uav_omega=np.array(uav_omega, dtype=float),
-                   cable_load_end=load_p + quat_to_matrix(load_q) @ np.asarray(load_attachment,
-                                                                               dtype=float),
-                   cable_uav_end=uav_p + quat_to_matrix(uav_q) @ np.asarray(uav_attachment,
-                                                                           dtype=float))
+        load_p, load_q, uav_p, uav_q = (np.array(x, dtype=float) for x in (load_p, load_q, uav_p, uav_q))
+        return cls(
+            t=float(t),
+            load_p=load_p,
+            load_q=load_q,
+            uav_p=uav_p,
+            uav_v=np.array(uav_v, dtype=float),
+            uav_q=uav_q,
+            uav_omega=np.array(uav_omega, dtype=float),
+            cable_load_end=load_p + quat_to_matrix(load_q) @ np.asarray(load_attachment, dtype=float),
+            cable_uav_end=uav_p + quat_to_matrix(uav_q) @ np.asarray(uav_attachment, dtype=float),
+        )
 
     def is_finite(self) -> bool:
         return bool(np.isfinite(self.t)) and all(
             np.isfinite(getattr(self, f)).all()
-            for f in ("load_p", "load_q", "uav_p", "uav_v", "uav_q", "uav_omega",
-                      "cable_load_end", "cable_uav_end"))
+            for f in (
+                "load_p",
+                "load_q",
+                "uav_p",
+                "uav_v",
+                "uav_q",
+                "uav_omega",
+                "cable_load_end",
+                "cable_uav_end",
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -166,8 +186,19 @@ class WorldSamples:
     rotor_speeds: np.ndarray  # (k, n, 4) rad/s
     cable_tension: np.ndarray  # (k, n) N
 
-    FIELDS = ("t", "load_p", "load_q", "load_v", "load_omega", "uav_p", "uav_q", "uav_v",
-              "uav_omega", "rotor_speeds", "cable_tension")
+    FIELDS = (
+        "t",
+        "load_p",
+        "load_q",
+        "load_v",
+        "load_omega",
+        "uav_p",
+        "uav_q",
+        "uav_v",
+        "uav_omega",
+        "rotor_speeds",
+        "cable_tension",
+    )
 
     def __len__(self) -> int:
         return self.t.shape[0]
@@ -184,10 +215,19 @@ class WorldSamples:
 
     @classmethod
     def empty(cls, n_uavs: int) -> WorldSamples:
-        shapes = {"t": (0,), "load_p": (0, 3), "load_q": (0, 4), "load_v": (0, 3),
-                  "load_omega": (0, 3), "uav_p": (0, n_uavs, 3), "uav_q": (0, n_uavs, 4),
-                  "uav_v": (0, n_uavs, 3), "uav_omega": (0, n_uavs, 3),
-                  "rotor_speeds": (0, n_uavs, 4), "cable_tension": (0, n_uavs)}
+        shapes = {
+            "t": (0,),
+            "load_p": (0, 3),
+            "load_q": (0, 4),
+            "load_v": (0, 3),
+            "load_omega": (0, 3),
+            "uav_p": (0, n_uavs, 3),
+            "uav_q": (0, n_uavs, 4),
+            "uav_v": (0, n_uavs, 3),
+            "uav_omega": (0, n_uavs, 3),
+            "rotor_speeds": (0, n_uavs, 4),
+            "cable_tension": (0, n_uavs),
+        }
         return cls(**{f: np.zeros(s) for f, s in shapes.items()})
 
     def until(self, t_end: float) -> WorldSamples:

@@ -23,7 +23,6 @@ Times before 0 behave as t = 0. Use ``make_reference(spec, orientation=..., **op
 one by name and ``reference_catalog()`` to list the names and their options.
 """
 
-
 from cableload_sim.trajectories.attitude import ORIENTATION_MODES, OscillatingYaw
 from cableload_sim.trajectories.catalog import make_reference, reference_catalog
 from cableload_sim.trajectories.curves import PlanarCurve, min_turn_radius
@@ -38,7 +37,19 @@ from cableload_sim.trajectories.references import Hover, LoadReference, LoopRefe
 from cableload_sim.trajectories.tracks import TRACKS_DIR
 
 __all__ = [
-    "ORIENTATION_MODES", "TRACKS_DIR", "Hover", "Jet", "LoadReference", "LoadReferenceSample",
-    "LoopReference", "OscillatingYaw", "PlanarCurve", "PoseToPose", "make_reference",
-    "min_turn_radius", "reference_catalog", "smoothstep_jet", "time_warp",
+    "ORIENTATION_MODES",
+    "TRACKS_DIR",
+    "Hover",
+    "Jet",
+    "LoadReference",
+    "LoadReferenceSample",
+    "LoopReference",
+    "OscillatingYaw",
+    "PlanarCurve",
+    "PoseToPose",
+    "make_reference",
+    "min_turn_radius",
+    "reference_catalog",
+    "smoothstep_jet",
+    "time_warp",
 ]

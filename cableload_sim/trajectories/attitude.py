@@ -133,9 +133,7 @@ class ZeroSideslip:
         yaw_tau = Jet(
             self._continuous_heading(phase, self._raw_heading(horizontal.d1)),
             turning / speed_sq,
-            (dx * dddy - dy * dddx) / speed_sq
-            - 2.0 * turning * (dx * ddx + dy * ddy) / speed_sq**2,
+            (dx * dddy - dy * dddx) / speed_sq - 2.0 * turning * (dx * ddx + dy * ddy) / speed_sq**2,
         )
         yaw = compose(yaw_tau, warp)
         return _yaw_attitude(yaw.value, yaw.d1, yaw.d2)
-

@@ -49,14 +49,14 @@ _PATH_OPTIONS = {
     "z_amplitude": Option(0.0, "m", "amplitude of the height oscillation", _non_negative),
     "z_frequency": Option(0.1, "Hz", "frequency of the height oscillation", _non_negative),
     "ramp_s": Option(3.0, "s", "duration of the smooth start from rest"),
-    "yaw_deg": Option(0.0, "deg", "load yaw (mean yaw with 'oscillating'); not with "
-                                  "'zero-sideslip'", _finite),
-    "yaw_amplitude_deg": Option(30.0, "deg", "orientation 'oscillating': amplitude of the yaw",
-                                _non_negative),
-    "yaw_frequency": Option(0.05, "Hz", "orientation 'oscillating': frequency of the yaw",
-                            _non_negative),
-    "rotate_deg": Option(0.0, "deg", "the whole path turned about the vertical through the "
-                                     "origin", _finite),
+    "yaw_deg": Option(
+        0.0, "deg", "load yaw (mean yaw with 'oscillating'); not with 'zero-sideslip'", _finite
+    ),
+    "yaw_amplitude_deg": Option(
+        30.0, "deg", "orientation 'oscillating': amplitude of the yaw", _non_negative
+    ),
+    "yaw_frequency": Option(0.05, "Hz", "orientation 'oscillating': frequency of the yaw", _non_negative),
+    "rotate_deg": Option(0.0, "deg", "the whole path turned about the vertical through the origin", _finite),
 }
 
 _EIGHT_PRESETS = MappingProxyType(
@@ -83,8 +83,11 @@ def _orientation_mode(spec: str, orientation: str, options: dict, curve: PlanarC
     if orientation == "constant":
         return ConstantYaw(math.radians(options["yaw_deg"]))
     if orientation == "oscillating":
-        return OscillatingYaw(math.radians(options["yaw_deg"]),
-                              math.radians(options["yaw_amplitude_deg"]), options["yaw_frequency"])
+        return OscillatingYaw(
+            math.radians(options["yaw_deg"]),
+            math.radians(options["yaw_amplitude_deg"]),
+            options["yaw_frequency"],
+        )
     if options["yaw_deg"] != 0.0:
         raise UsageError(
             f"{spec}: option 'yaw_deg' applies to orientations 'constant' and 'oscillating', "
@@ -97,14 +100,14 @@ def _path(spec, orientation, options, curve, phase_rate, shown) -> LoopReference
     """A looped reference from its curve and the options shared by all paths."""
     height = VerticalMotion(options["z"], options["z_amplitude"], options["z_frequency"])
     mode = _orientation_mode(spec, orientation, options, curve)
-    shown = shown | {k: options[k] for k in ("z", "z_amplitude", "z_frequency", "ramp_s",
-                                              "rotate_deg")}
+    shown = shown | {k: options[k] for k in ("z", "z_amplitude", "z_frequency", "ramp_s", "rotate_deg")}
     if orientation != "zero-sideslip":
         shown["yaw_deg"] = options["yaw_deg"]
     if orientation == "oscillating":
         shown |= {k: options[k] for k in ("yaw_amplitude_deg", "yaw_frequency")}
-    return LoopReference(spec, curve, phase_rate, height, mode, options["ramp_s"], shown,
-                         math.radians(options["rotate_deg"]))
+    return LoopReference(
+        spec, curve, phase_rate, height, mode, options["ramp_s"], shown, math.radians(options["rotate_deg"])
+    )
 
 
 def _build_eight(spec, orientation, options):
@@ -123,8 +126,7 @@ def _build_square(spec, orientation, options):
     corner = 0.25 * side if corner is None else corner
     if not corner <= 0.5 * side:
         raise UsageError(
-            f"{spec}: option 'corner_radius' must be at most side/2 = {0.5 * side} (m), "
-            f"got {corner!r}"
+            f"{spec}: option 'corner_radius' must be at most side/2 = {0.5 * side} (m), got {corner!r}"
         )
     curve = RoundedSquareCurve(side, corner)
     shown = {"side": side, "corner_radius": corner, "speed": options["speed"]}
@@ -170,8 +172,9 @@ def _build_loop(spec, orientation, options):
     size, min_radius = options["size"], options["min_radius"]
     if not min_radius <= size / 6.0:
         # a loop stretched to half its size across must still hold a U-turn of 2 min_radius
-        raise UsageError(f"{spec}: option 'min_radius' must be at most size/6 = {size / 6.0:.3g} "
-                         f"(m), got {min_radius!r}")
+        raise UsageError(
+            f"{spec}: option 'min_radius' must be at most size/6 = {size / 6.0:.3g} (m), got {min_radius!r}"
+        )
     curve = _random_loop_curve(options["seed"], options["harmonics"], size, min_radius)
     shown = {k: options[k] for k in ("seed", "harmonics", "size", "speed", "min_radius")}
     shown |= {"length_m": curve.period, "min_turn_radius_m": curve.smallest_turn_radius}
@@ -181,8 +184,7 @@ def _build_loop(spec, orientation, options):
 def _build_wander(spec, orientation, options):
     from cableload_sim.trajectories.draws import WanderCurve
 
-    curve = WanderCurve(options["seed"], options["min_radius"], options["turn_scale"],
-                        options["length"])
+    curve = WanderCurve(options["seed"], options["min_radius"], options["turn_scale"], options["length"])
     shown = {k: options[k] for k in ("seed", "speed", "min_radius", "turn_scale", "length")}
     return _path(spec, orientation, options, curve, options["speed"], shown)
 
@@ -268,8 +270,7 @@ _KINDS = MappingProxyType(
             "scaled to size and flown at constant speed",
             {
                 "seed": Option(0, "-", "which random loop", _seed),
-                "harmonics": Option(4, "-", "detail of the outline, 1 (an ellipse) to 8",
-                                    _harmonics),
+                "harmonics": Option(4, "-", "detail of the outline, 1 (an ellipse) to 8", _harmonics),
                 "size": Option(6.0, "m", "larger side of the bounding box"),
                 "speed": Option(1.0, "m/s", "constant speed after the ramp"),
                 "min_radius": Option(0.5, "m", "smallest turn radius"),
@@ -284,8 +285,9 @@ _KINDS = MappingProxyType(
                 "seed": Option(0, "-", "which random path", _seed),
                 "speed": Option(1.0, "m/s", "constant speed after the ramp"),
                 "min_radius": Option(1.0, "m", "smallest turn radius"),
-                "turn_scale": Option(6.0, "m", "typical length over which the curvature "
-                                               "changes (times 0.5 to 2)"),
+                "turn_scale": Option(
+                    6.0, "m", "typical length over which the curvature changes (times 0.5 to 2)"
+                ),
                 "length": Option(100.0, "m", "the length checks cover (the path goes on)"),
                 **_PATH_OPTIONS,
             },
@@ -348,8 +350,7 @@ def make_reference(spec: str, *, orientation: str = "constant", **options) -> Lo
         raise UsageError(f"unknown orientation mode {orientation!r}; expected one of: {modes}")
     if not kind.follows_path and orientation != "constant":
         raise UsageError(
-            f"{spec}: orientation {orientation!r} does not apply ({kind.description}); "
-            "expected 'constant'"
+            f"{spec}: orientation {orientation!r} does not apply ({kind.description}); expected 'constant'"
         )
     return kind.build(spec, orientation, _resolve_options(spec, kind.options, options))
 

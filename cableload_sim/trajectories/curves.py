@@ -101,9 +101,7 @@ class RoundedSquareCurve(PlanarCurve):
         turn_arc = np.clip(arc - half, 0.0, c)
         in_turn = (arc >= half) & (arc < half + c)
         nodes = self._turn_heading(turn_arc[:, None] * _GAUSS_NODES)
-        mean_direction = np.stack(
-            [np.cos(nodes) @ _GAUSS_WEIGHTS, np.sin(nodes) @ _GAUSS_WEIGHTS], -1
-        )
+        mean_direction = np.stack([np.cos(nodes) @ _GAUSS_WEIGHTS, np.sin(nodes) @ _GAUSS_WEIGHTS], -1)
         turn_run = turn_arc[:, None] * mean_direction
         straight_run = np.minimum(arc, half)[:, None] * np.array([0.0, 1.0])
         exit_run = np.maximum(arc - half - c, 0.0)[:, None] * np.array([-1.0, 0.0])
@@ -146,9 +144,7 @@ class FourierSeries:
         self.coefficients = np.asarray(coefficients, dtype=complex)
 
     @classmethod
-    def from_samples(
-        cls, samples: np.ndarray, taper_std: float | None = None, rel_tol: float = 1e-13
-    ):
+    def from_samples(cls, samples: np.ndarray, taper_std: float | None = None, rel_tol: float = 1e-13):
         """Series interpolating ``samples`` at theta_n = 2 pi n / N, optionally Gaussian-tapered
         (``taper_std`` in harmonics); harmonics below ``rel_tol`` of the largest are dropped."""
         n = samples.shape[0]
@@ -156,9 +152,7 @@ class FourierSeries:
         coefficients = np.fft.fft(samples) / n
         if taper_std is not None:
             coefficients *= np.exp(-0.5 * (wavenumbers / taper_std) ** 2)
-        keep = (np.abs(coefficients) > rel_tol * np.abs(coefficients).max()) & (
-            np.abs(wavenumbers) < n // 2
-        )
+        keep = (np.abs(coefficients) > rel_tol * np.abs(coefficients).max()) & (np.abs(wavenumbers) < n // 2)
         return cls(wavenumbers[keep], coefficients[keep])
 
     @functools.cached_property
@@ -185,9 +179,7 @@ class FourierSeries:
     def on_grid(self, n: int, order: int = 0) -> np.ndarray:
         """The ``order``-th derivative at theta = 2 pi m / n, m = 0..n-1 (by inverse FFT)."""
         spectrum = np.zeros(n, dtype=complex)
-        np.add.at(
-            spectrum, self.wavenumbers % n, self.coefficients * (1j * self.wavenumbers) ** order
-        )
+        np.add.at(spectrum, self.wavenumbers % n, self.coefficients * (1j * self.wavenumbers) ** order)
         return np.fft.ifft(spectrum) * n
 
 

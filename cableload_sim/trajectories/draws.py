@@ -39,8 +39,9 @@ def random_loop_points(seed: int, harmonics: int, n: int = 256) -> np.ndarray:
     stretch = rng.uniform(0.5, 1.0)
     turn = rng.uniform(0.0, 2.0 * math.pi)
     x, y = radius * np.cos(phi), stretch * radius * np.sin(phi)
-    points = np.stack([math.cos(turn) * x - math.sin(turn) * y,
-                       math.sin(turn) * x + math.cos(turn) * y], axis=-1)
+    points = np.stack(
+        [math.cos(turn) * x - math.sin(turn) * y, math.sin(turn) * x + math.cos(turn) * y], axis=-1
+    )
     if rng.random() < 0.5:
         points = points[::-1]  # clockwise
     return np.roll(points, -int(rng.integers(n)), axis=0)
@@ -91,8 +92,7 @@ class WanderCurve(PlanarCurve):
         starts = self.CELL_M * np.arange(have, cells)
         s = starts[:, None] + 0.5 * self.CELL_M * (nodes + 1.0)
         theta = self.heading(s)
-        steps = 0.5 * self.CELL_M * np.stack([np.cos(theta) @ weights, np.sin(theta) @ weights],
-                                             axis=-1)
+        steps = 0.5 * self.CELL_M * np.stack([np.cos(theta) @ weights, np.sin(theta) @ weights], axis=-1)
         self._table = np.vstack([self._table, self._table[-1] + np.cumsum(steps, axis=0)])
 
     def _position(self, s: np.ndarray) -> np.ndarray:
@@ -105,8 +105,12 @@ class WanderCurve(PlanarCurve):
         t1 = np.stack([np.cos(self.heading(s1)), np.sin(self.heading(s1))], axis=-1)
         h00, h10 = 2 * u**3 - 3 * u**2 + 1, u**3 - 2 * u**2 + u
         h01, h11 = -2 * u**3 + 3 * u**2, u**3 - u**2
-        return (h00[:, None] * self._table[i] + (h * h10)[:, None] * t0
-                + h01[:, None] * self._table[i + 1] + (h * h11)[:, None] * t1)
+        return (
+            h00[:, None] * self._table[i]
+            + (h * h10)[:, None] * t0
+            + h01[:, None] * self._table[i + 1]
+            + (h * h11)[:, None] * t1
+        )
 
     def jet(self, phase):
         s = np.maximum(np.asarray(phase, dtype=float), 0.0)
@@ -114,5 +118,9 @@ class WanderCurve(PlanarCurve):
         kappa, slope = self.curvature(s)
         along = np.stack([np.cos(theta), np.sin(theta)], axis=-1)
         normal = np.stack([-np.sin(theta), np.cos(theta)], axis=-1)
-        return Jet(self._position(s), along, kappa[:, None] * normal,
-                   slope[:, None] * normal - (kappa**2)[:, None] * along)
+        return Jet(
+            self._position(s),
+            along,
+            kappa[:, None] * normal,
+            slope[:, None] * normal - (kappa**2)[:, None] * along,
+        )

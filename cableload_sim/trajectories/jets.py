@@ -145,8 +145,12 @@ def time_warp(t: np.ndarray, ramp_s: float) -> Jet:
     t = np.maximum(t, 0.0)
     if t.size and t.min() >= ramp_s:  # past the ramp (most samples): constants, computed once
         integral, rate = _past_ramp(float(ramp_s))
-        return Jet(ramp_s * integral + (t - ramp_s), np.full(t.shape, rate.value),
-                   np.full(t.shape, rate.d1), np.full(t.shape, rate.d2))
+        return Jet(
+            ramp_s * integral + (t - ramp_s),
+            np.full(t.shape, rate.value),
+            np.full(t.shape, rate.d1),
+            np.full(t.shape, rate.d2),
+        )
     x = np.clip(t / ramp_s, 0.0, 1.0)
     rate = smoothstep_jet(x, ramp_s)
     tau = ramp_s * _SMOOTHSTEP_INTEGRAL(x) + np.maximum(t - ramp_s, 0.0)
@@ -160,4 +164,3 @@ def _as_times(t) -> np.ndarray:
     if not np.all(np.isfinite(times)):
         raise ValueError(f"times must be finite (s), got {times[~np.isfinite(times)][:3]}")
     return times
-

@@ -44,13 +44,22 @@ REST_Z = 0.075
 class FromGround(LoadReference):
     """``path`` flown from the ground and back (see the module docstring)."""
 
-    def __init__(self, path: LoopReference, *, rest_z: float = REST_Z, climb_s: float = 3.0,
-                 settle_s: float = 1.0, lift_s: float = 4.0, laps: float = 1.0):
+    def __init__(
+        self,
+        path: LoopReference,
+        *,
+        rest_z: float = REST_Z,
+        climb_s: float = 3.0,
+        settle_s: float = 1.0,
+        lift_s: float = 4.0,
+        laps: float = 1.0,
+    ):
         if not isinstance(path, LoopReference):
-            raise UsageError(f"from the ground: expected a looped path (eight, circle, square, "
-                             f"loop, track), got {getattr(path, 'name', path)!r}")
-        for name, value in (("rest_z", rest_z), ("climb_s", climb_s), ("lift_s", lift_s),
-                            ("laps", laps)):
+            raise UsageError(
+                f"from the ground: expected a looped path (eight, circle, square, "
+                f"loop, track), got {getattr(path, 'name', path)!r}"
+            )
+        for name, value in (("rest_z", rest_z), ("climb_s", climb_s), ("lift_s", lift_s), ("laps", laps)):
             if not (np.isfinite(value) and value > 0.0):
                 raise UsageError(f"from the ground: {name} must be positive, got {value!r}")
         if not (np.isfinite(settle_s) and settle_s >= 0.0):
@@ -68,8 +77,10 @@ class FromGround(LoadReference):
         start = path.sample(0.0)
         end = self._path_sample(np.array([self.path_s]))
         if start.p[0, 2] <= self.rest_z:
-            raise UsageError(f"from the ground: the path's height {start.p[0, 2]!r} m must be "
-                             f"above the resting load's {self.rest_z!r} m")
+            raise UsageError(
+                f"from the ground: the path's height {start.p[0, 2]!r} m must be "
+                f"above the resting load's {self.rest_z!r} m"
+            )
         self._start, self._end = start, end
 
     @property
@@ -98,8 +109,10 @@ class FromGround(LoadReference):
             p[on_path], v[on_path], a[on_path], j[on_path] = s.p, s.v, s.a, s.j
             q[on_path], omega[on_path], alpha[on_path] = s.q, s.omega, s.alpha
         before = t < self.t_path
-        for mask, pose, t0 in ((before, self._start, self.t_lift),
-                               (t >= self.t_descent, self._end, self.t_descent)):
+        for mask, pose, t0 in (
+            (before, self._start, self.t_lift),
+            (t >= self.t_descent, self._end, self.t_descent),
+        ):
             if not mask.any():
                 continue
             air = pose.p[0]
@@ -121,8 +134,7 @@ class FromGround(LoadReference):
         0 -> 1 in ``climb_s`` from t = 0, 1 -> 0 in ``climb_s`` from the landing's start."""
         t = _as_times(t)
         up = smoothstep_jet(np.clip(t / self.climb_s, 0.0, 1.0), self.climb_s)
-        down = smoothstep_jet(np.clip((t - self.t_land) / self.climb_s, 0.0, 1.0),
-                              self.climb_s)
+        down = smoothstep_jet(np.clip((t - self.t_land) / self.climb_s, 0.0, 1.0), self.climb_s)
         return Jet(up.value - down.value, up.d1 - down.d1, up.d2 - down.d2, up.d3 - down.d3)
 
     def airborne(self, t) -> np.ndarray:
@@ -131,10 +143,19 @@ class FromGround(LoadReference):
         return (t > self.t_lift) & (t < self.t_descent + self.lift_s)
 
     def describe(self) -> dict:
-        return {**self.path.describe(), "from_ground": True, "rest_z": self.rest_z,
-                "climb_s": self.climb_s, "settle_s": self.settle_s, "lift_s": self.lift_s,
-                "laps": self.laps, "path_s": self.path_s, "period_s": self.t_end,
-                "lift_off_s": self.t_lift, "set_down_s": self.t_descent + self.lift_s}
+        return {
+            **self.path.describe(),
+            "from_ground": True,
+            "rest_z": self.rest_z,
+            "climb_s": self.climb_s,
+            "settle_s": self.settle_s,
+            "lift_s": self.lift_s,
+            "laps": self.laps,
+            "path_s": self.path_s,
+            "period_s": self.t_end,
+            "lift_off_s": self.t_lift,
+            "set_down_s": self.t_descent + self.lift_s,
+        }
 
 
 def from_ground(path: LoadReference, **options) -> FromGround:

@@ -66,23 +66,19 @@ def _unit_quaternion(value, option: str) -> np.ndarray:
     """``value`` (w, x, y, z) normalized, else a UsageError (wrong length, not finite, zero)."""
     q = _vector(value, 4, option, "a quaternion (w, x, y, z)")
     if np.linalg.norm(q) < 1e-9:
-        raise UsageError(
-            f"pose-to-pose: option '{option}' must be a non-zero quaternion, got {value!r}"
-        )
+        raise UsageError(f"pose-to-pose: option '{option}' must be a non-zero quaternion, got {value!r}")
     return quat_normalize(q)
 
 
 def _seed(spec, option, value, unit) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise UsageError(f"{spec}: option '{option}' must be a non-negative integer ({unit}), "
-                         f"got {value!r}")
+        raise UsageError(f"{spec}: option '{option}' must be a non-negative integer ({unit}), got {value!r}")
     return int(value)
 
 
 def _harmonics(spec, option, value, unit) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= 8:
-        raise UsageError(f"{spec}: option '{option}' must be an integer from 1 to 8 ({unit}), "
-                         f"got {value!r}")
+        raise UsageError(f"{spec}: option '{option}' must be an integer from 1 to 8 ({unit}), got {value!r}")
     return int(value)
 
 

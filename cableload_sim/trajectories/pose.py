@@ -24,9 +24,7 @@ class PoseToPose(LoadReference):
     ends), so omega (body) = s'(t) r and alpha = s''(t) r with r the shortest rotation vector.
     """
 
-    def __init__(
-        self, start_p, start_q, goal_p, goal_q, duration_s: float, name: str = "pose-to-pose"
-    ):
+    def __init__(self, start_p, start_q, goal_p, goal_q, duration_s: float, name: str = "pose-to-pose"):
         self.name = name
         self.start_p = _vector(start_p, 3, "start_p", "position (m)")
         self.goal_p = _vector(goal_p, 3, "goal_p", "position (m)")
@@ -66,4 +64,3 @@ class PoseToPose(LoadReference):
             "duration": self.duration_s,
             "period_s": self.duration_s,
         }
-

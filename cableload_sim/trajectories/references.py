@@ -54,8 +54,7 @@ class LoopReference(LoadReference):
     """A closed planar curve flown at ``phase_rate`` after a smooth start, at a (possibly
     oscillating) height, with an orientation mode."""
 
-    def __init__(self, name, curve, phase_rate, height, orientation, ramp_s, options,
-                 rotation: float = 0.0):
+    def __init__(self, name, curve, phase_rate, height, orientation, ramp_s, options, rotation: float = 0.0):
         self.name, self.curve, self.phase_rate = name, curve, phase_rate
         self.height, self.orientation, self.ramp_s = height, orientation, ramp_s
         self.rotation = rotation
@@ -76,8 +75,9 @@ class LoopReference(LoadReference):
         horizontal = compose(self.curve.jet(phase), _linear_jet(phase, self.phase_rate))
         if self.rotation:
             turn = np.full(len(t), self.rotation)
-            horizontal = Jet(*(None if order is None else _rotate_planar(turn, order)
-                               for order in horizontal.orders))
+            horizontal = Jet(
+                *(None if order is None else _rotate_planar(turn, order) for order in horizontal.orders)
+            )
         position = compose(_with_height(horizontal, self.height.jet(warp.value)), warp)
         attitude = self.orientation.attitude(phase, horizontal, warp)
         p, v, a, j = position.orders
@@ -120,9 +120,7 @@ class Hover(LoadReference):
         t = _as_times(t)
         zeros = np.zeros((len(t), 3))
         q = np.tile(quat_from_yaw(self.yaw), (len(t), 1))
-        return LoadReferenceSample(
-            t, np.tile(self.p, (len(t), 1)), zeros, zeros, zeros, q, zeros, zeros
-        )
+        return LoadReferenceSample(t, np.tile(self.p, (len(t), 1)), zeros, zeros, zeros, q, zeros, zeros)
 
     def describe(self) -> dict:
         x, y, z = (float(c) for c in self.p)
@@ -135,4 +133,3 @@ class Hover(LoadReference):
             "yaw_deg": math.degrees(self.yaw),
             "period_s": None,
         }
-

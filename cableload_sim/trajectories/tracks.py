@@ -63,8 +63,9 @@ def read_centerline(path: Path) -> np.ndarray:
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"track: cannot read centerline file '{path}': {error}") from None
     if len(data) > MAX_TRACK_BYTES:
-        raise UsageError(f"track: '{path}' is larger than {MAX_TRACK_BYTES >> 20} MB; expected a "
-                         "CSV of x_m,y_m rows")
+        raise UsageError(
+            f"track: '{path}' is larger than {MAX_TRACK_BYTES >> 20} MB; expected a CSV of x_m,y_m rows"
+        )
     points = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -76,18 +77,17 @@ def read_centerline(path: Path) -> np.ndarray:
             if not points and _is_header(fields):
                 continue  # a header row without '#'
             raise UsageError(
-                f"track: line {number} of '{path}' must start with two numbers x_m,y_m, "
-                f"got {line.strip()!r}"
+                f"track: line {number} of '{path}' must start with two numbers x_m,y_m, got {line.strip()!r}"
             ) from None
     points = np.asarray(points, dtype=float).reshape(-1, 2)
     if len(points) < 4 or not np.all(np.isfinite(points)):
-        raise UsageError(
-            f"track: '{path}' must hold at least 4 finite x,y points, got {len(points)}"
-        )
+        raise UsageError(f"track: '{path}' must hold at least 4 finite x,y points, got {len(points)}")
     largest = float(np.max(np.abs(points)))
     if largest > MAX_TRACK_COORDINATE_M:
-        raise UsageError(f"track: '{path}' has a coordinate of {largest:g} m; expected at most "
-                         f"{MAX_TRACK_COORDINATE_M:g} m in magnitude")
+        raise UsageError(
+            f"track: '{path}' has a coordinate of {largest:g} m; expected at most "
+            f"{MAX_TRACK_COORDINATE_M:g} m in magnitude"
+        )
     return points
 
 
@@ -166,9 +166,7 @@ def _curvature_limited_shape(points: np.ndarray, max_curvature: float, harmonics
     """
     fit_basis = _real_fourier_basis(_loop_angles(len(points)), harmonics)[0]
     _, d1_basis, d2_basis = _real_fourier_basis(_loop_angles(16 * harmonics), harmonics)
-    gram = np.sum(
-        fit_basis**2, axis=0
-    )  # diagonal: the basis is orthogonal on equally spaced points
+    gram = np.sum(fit_basis**2, axis=0)  # diagonal: the basis is orthogonal on equally spaced points
     projection = fit_basis.T @ points
 
     def cost(coefficients):
@@ -268,4 +266,3 @@ def flyable_loop(raw: np.ndarray, track_size: float, min_radius: float) -> Fouri
     outline = _as_xy(shape.on_grid(2**14))
     nearest = np.argmin(np.linalg.norm(outline - to_track(work[0]), axis=1))
     return FourierLoopCurve(shape, length, nearest * length / 2**14)
-

@@ -37,13 +37,11 @@ def figure_top_view(run: RunLog):
     fig, (ax,) = _figure(height=6.0)
     samples = run.samples
     if run.ref_p is not None:
-        ax.plot(run.ref_p[:, 0], run.ref_p[:, 1], "--", color=REFERENCE_COLOR, lw=1.2,
-                label="load reference")
+        ax.plot(run.ref_p[:, 0], run.ref_p[:, 1], "--", color=REFERENCE_COLOR, lw=1.2, label="load reference")
     ax.plot(samples.load_p[:, 0], samples.load_p[:, 1], color=LOAD_COLOR, lw=2.0, label="load")
     for i, name in enumerate(run.quad_names):
         color = uav_color(i)
-        ax.plot(samples.uav_p[:, i, 0], samples.uav_p[:, i, 1], color=color, lw=1.0,
-                label=name)
+        ax.plot(samples.uav_p[:, i, 0], samples.uav_p[:, i, 1], color=color, lw=1.0, label=name)
         if len(samples):
             ax.plot(samples.uav_p[0, i, 0], samples.uav_p[0, i, 1], "o", color=color, ms=4)
     ax.set_xlabel("x (m)")
@@ -109,8 +107,7 @@ def figure_tensions(run: RunLog):
     fig, (ax,) = _figure()
     t = run.samples.t
     for i, name in enumerate(run.quad_names):
-        ax.plot(t, run.samples.cable_tension[:, i], color=uav_color(i),
-                label=f"cable {name}")
+        ax.plot(t, run.samples.cable_tension[:, i], color=uav_color(i), label=f"cable {name}")
     ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("tension (N)")
@@ -140,8 +137,9 @@ def figure_lift_off(run: RunLog, before_s: float = 2.0, after_s: float = 3.0):
         ax.plot(t, s.cable_tension[window, i], color=uav_color(i), label=f"cable {name}")
     if run.system is not None:
         ax.plot(t, cable_lift(s, run.system)[window], color="black", label="vertical pull on load")
-        ax.axhline(run.system.load.mass * run.system.gravity, color="black", ls="--", lw=0.8,
-                   label="load weight")
+        ax.axhline(
+            run.system.load.mass * run.system.gravity, color="black", ls="--", lw=0.8, label="load weight"
+        )
     ax.set_ylabel("tension (N)")
     ax_z.plot(t, s.load_p[window, 2], color="black", label="load")
     for i, name in enumerate(run.quad_names):

@@ -64,19 +64,25 @@ def _quadrotor_meshes(rotor_positions: np.ndarray, arm_length: float):
     import pyvista as pv
 
     width, height = 0.1 * arm_length + 0.01, 0.02
-    arms = [pv.Box(bounds=(0.0, arm_length, -width / 2, width / 2, -height / 2, height / 2))
-            .rotate_z(np.degrees(np.arctan2(y, x)), inplace=False)
-            for x, y, _ in rotor_positions]
-    discs = [pv.Disc(center=(x, y, z + height), inner=0.0, outer=0.45 * arm_length,
-                     normal=(0.0, 0.0, 1.0), c_res=24) for x, y, z in rotor_positions]
+    arms = [
+        pv.Box(bounds=(0.0, arm_length, -width / 2, width / 2, -height / 2, height / 2)).rotate_z(
+            np.degrees(np.arctan2(y, x)), inplace=False
+        )
+        for x, y, _ in rotor_positions
+    ]
+    discs = [
+        pv.Disc(
+            center=(x, y, z + height), inner=0.0, outer=0.45 * arm_length, normal=(0.0, 0.0, 1.0), c_res=24
+        )
+        for x, y, z in rotor_positions
+    ]
     return pv.merge(arms), pv.merge(discs)
 
 
 class ReplayScene:
     """The scene of one run, built once on ``plotter``; ``show(t)`` moves it to time ``t``."""
 
-    def __init__(self, run: RunLog, plotter, *, start: float | None = None,
-                 end: float | None = None):
+    def __init__(self, run: RunLog, plotter, *, start: float | None = None, end: float | None = None):
         import pyvista as pv
 
         if len(run.samples) == 0:
@@ -87,15 +93,17 @@ class ReplayScene:
         self.start = float(samples.t[0] if start is None else max(start, samples.t[0]))
         self.end = float(samples.t[-1] if end is None else min(end, samples.t[-1]))
         if self.end < self.start:
-            raise UsageError(f"replay window [{start}, {end}] s is outside the log's "
-                             f"[{samples.t[0]:.2f}, {samples.t[-1]:.2f}] s")
+            raise UsageError(
+                f"replay window [{start}, {end}] s is outside the log's "
+                f"[{samples.t[0]:.2f}, {samples.t[-1]:.2f}] s"
+            )
         n = samples.n_uavs
         system = run.system
         size = np.array(system.load.size if system is not None else (0.5, 0.4, 0.15))
-        self.load_attach = (system.attachment_array() if system is not None
-                            else np.zeros((n, 3)))
-        self.uav_attach = (np.array([q.attachment for q in system.quadrotors])
-                           if system is not None else np.zeros((n, 3)))
+        self.load_attach = system.attachment_array() if system is not None else np.zeros((n, 3))
+        self.uav_attach = (
+            np.array([q.attachment for q in system.quadrotors]) if system is not None else np.zeros((n, 3))
+        )
         rotor = system.quadrotors[0].rotor if system is not None else RotorParams()
         tension = samples.cable_tension[np.isfinite(samples.cable_tension)]
         self.max_tension = float(tension.max()) if tension.size else 1.0
@@ -112,8 +120,9 @@ class ReplayScene:
         self._frame_camera(points)
 
         self.load_actor = plotter.add_mesh(
-            pv.Box(bounds=(-size[0] / 2, size[0] / 2, -size[1] / 2, size[1] / 2,
-                           -size[2] / 2, size[2] / 2)), color=LOAD_COLOR)
+            pv.Box(bounds=(-size[0] / 2, size[0] / 2, -size[1] / 2, size[1] / 2, -size[2] / 2, size[2] / 2)),
+            color=LOAD_COLOR,
+        )
         frame, discs = _quadrotor_meshes(rotor.rotor_positions(), rotor.arm_length)
         self.frame_actors = []
         self.rotor_actors = []
@@ -127,18 +136,18 @@ class ReplayScene:
             self.rotor_actors.append(plotter.add_mesh(discs.copy(), color=color))
             cable = pv.Line((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
             self.cables.append(cable)
-            self.cable_actors.append(plotter.add_mesh(cable, color=SLACK_COLOR, line_width=3,
-                                                      lighting=False))
+            self.cable_actors.append(plotter.add_mesh(cable, color=SLACK_COLOR, line_width=3, lighting=False))
             plan = pv.lines_from_points(np.zeros((2, 3)))
             self.plans.append(plan)
-            self.plan_actors.append(plotter.add_mesh(plan, color=color, line_width=2.5,
-                                                     lighting=False))
-        self.time_text = plotter.add_text("", position="upper_left", font_size=12,
-                                          color="black")
+            self.plan_actors.append(plotter.add_mesh(plan, color=color, line_width=2.5, lighting=False))
+        self.time_text = plotter.add_text("", position="upper_left", font_size=12, color="black")
         plotter.add_text(
             f"cables: 0 (purple) to {self.max_tension:.1f} N (yellow), slack magenta; "
-            "black: load reference; lines: plans", position="lower_left", font_size=9,
-            color="black")
+            "black: load reference; lines: plans",
+            position="lower_left",
+            font_size=9,
+            color="black",
+        )
         self.speed = 1.0
         self.time = self.start
         if getattr(plotter, "off_screen", False):
@@ -156,11 +165,16 @@ class ReplayScene:
         direction = np.array([0.55, -1.0, 0.75])
         direction /= np.linalg.norm(direction)
         distance = radius / np.tan(view_angle / 2.0)
-        self.plotter.camera_position = [tuple(center + distance * direction), tuple(center),
-                                        (0.0, 0.0, 1.0)]
+        self.plotter.camera_position = [tuple(center + distance * direction), tuple(center), (0.0, 0.0, 1.0)]
         margin = radius + 1.0
-        self.bounds = (center[0] - margin, center[0] + margin, center[1] - margin,
-                       center[1] + margin, center[2] - margin, center[2] + margin)
+        self.bounds = (
+            center[0] - margin,
+            center[0] + margin,
+            center[1] - margin,
+            center[1] + margin,
+            center[2] - margin,
+            center[2] + margin,
+        )
         self.plotter.renderer.ResetCameraClippingRange(self.bounds)
 
     def index_at(self, t: float) -> int:
@@ -184,14 +198,12 @@ class ReplayScene:
             load_end = samples.load_p[k] + R_load @ self.load_attach[i]
             uav_end = samples.uav_p[k, i] + R_i @ self.uav_attach[i]
             self.cables[i].points = np.array([load_end, uav_end])
-            self.cable_actors[i].prop.color = tension_color(samples.cable_tension[k, i],
-                                                            self.max_tension)
+            self.cable_actors[i].prop.color = tension_color(samples.cable_tension[k, i], self.max_tension)
             trajectory = None if plan is None else plan.trajectories[i]
             self.plan_actors[i].visibility = trajectory is not None
             if trajectory is not None:
                 self._set_polyline(i, trajectory.p)
-        self.time_text.SetText(_CORNER_UPPER_LEFT,
-                               f"t = {samples.t[k]:6.2f} s   speed x{self.speed:g}")
+        self.time_text.SetText(_CORNER_UPPER_LEFT, f"t = {samples.t[k]:6.2f} s   speed x{self.speed:g}")
         self.plotter.renderer.ResetCameraClippingRange(self.bounds)
         self.plotter.render()
 
@@ -237,8 +249,18 @@ def make_plotter(window_size=(1280, 720), off_screen: bool = True):
     return pv.Plotter(off_screen=off_screen, window_size=list(_round16(window_size)))
 
 
-def replay(path, video=None, screenshot=None, time=None, start=None, end=None, speed=1.0,
-           interactive=None, window_size=(1280, 720), fps: float = 25.0) -> list[Path]:
+def replay(
+    path,
+    video=None,
+    screenshot=None,
+    time=None,
+    start=None,
+    end=None,
+    speed=1.0,
+    interactive=None,
+    window_size=(1280, 720),
+    fps: float = 25.0,
+) -> list[Path]:
     """Replay the run log at ``path``; returns the files written.
 
     ``video``: write an MP4 of [start, end] played at ``speed`` (``fps`` frames per second).
@@ -251,8 +273,7 @@ def replay(path, video=None, screenshot=None, time=None, start=None, end=None, s
     if interactive and not has_display():
         raise NoDisplay("no display for an interactive replay; pass video= or screenshot=")
     if not interactive and video is None and screenshot is None:
-        raise NoDisplay("no display: pass video='out.mp4' or screenshot='out.png' to "
-                        "replay off screen")
+        raise NoDisplay("no display: pass video='out.mp4' or screenshot='out.png' to replay off screen")
     run = require_samples(read_run(path))
     written = []
     if screenshot is not None:
@@ -301,6 +322,7 @@ def _interactive(run: RunLog, start, end, speed: float, window_size) -> None:
     def jump(seconds):
         def move():
             scene.show(min(max(scene.time + seconds, scene.start), scene.end))
+
         return move
 
     def restart():
@@ -313,8 +335,14 @@ def _interactive(run: RunLog, start, end, speed: float, window_size) -> None:
             t = scene.time + scene.speed * elapsed
             scene.show(scene.start if t > scene.end else t)
 
-    for key, action in (("space", toggle), ("Up", faster), ("Down", slower),
-                        ("Right", jump(1.0)), ("Left", jump(-1.0)), ("Home", restart)):
+    for key, action in (
+        ("space", toggle),
+        ("Up", faster),
+        ("Down", slower),
+        ("Right", jump(1.0)),
+        ("Left", jump(-1.0)),
+        ("Home", restart),
+    ):
         plotter.add_key_event(key, action)
     plotter.add_timer_event(max_steps=2**31 - 1, duration=33, callback=tick)
     plotter.show(title=f"cableload replay: {run.path.name}")

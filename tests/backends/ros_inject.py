@@ -81,14 +81,23 @@ def reference(m, times, rng=None, bad: bool = False):
         values = rng.normal(0.0, 3.0, (6, 3)) if bad else np.zeros((6, 3))
         if bad and rng.random() < 0.2:
             values[rng.integers(6), rng.integers(3)] = rng.choice([np.nan, np.inf, -np.inf, 1e300])
-        state = ros1.quad_state(float(t) if np.isfinite(t) else 0.0, values[0], (1, 0, 0, 0),
-                                values[1], values[2], acceleration=values[3], jerk=values[4])
+        state = ros1.quad_state(
+            float(t) if np.isfinite(t) else 0.0,
+            values[0],
+            (1, 0, 0, 0),
+            values[1],
+            values[2],
+            acceleration=values[3],
+            jerk=values[4],
+        )
         state.t = float(t)
-        command = m.Command(header=ros1.header(0.0), t=float(t), bodyrates=ros1.vector(values[2]),
-                            thrusts=[0.0] * 4)
+        command = m.Command(
+            header=ros1.header(0.0), t=float(t), bodyrates=ros1.vector(values[2]), thrusts=[0.0] * 4
+        )
         points.append(m.Setpoint(state=state, command=command))
-    return m.Reference(header=ros1.header(float(times[0]) if len(times) and np.isfinite(times[0])
-                                          else 0.0), points=points)
+    return m.Reference(
+        header=ros1.header(float(times[0]) if len(times) and np.isfinite(times[0]) else 0.0), points=points
+    )
 
 
 def fuzz_messages(topic: str, m, rng, now: float, count: int):
@@ -132,11 +141,10 @@ def main(argv=None) -> int:
         sent = 1
     elif args.kind == "world-param":
         info = json.loads(rospy.get_param(ros1.WORLD_PARAM))
-        rospy.set_param(ros1.WORLD_PARAM, json.dumps({**info, "instance": "another",
-                                                      "pid": 0}))
+        rospy.set_param(ros1.WORLD_PARAM, json.dumps({**info, "instance": "another", "pid": 0}))
         sent = 1
     elif args.kind.startswith("fuzz-"):
-        topic = args.kind[len("fuzz-"):]
+        topic = args.kind[len("fuzz-") :]
         template, kind = FUZZ_TOPICS[topic]
         pub = publisher(rospy, template.format(quad=quad), getattr(m, kind))
         rng = np.random.default_rng(args.seed)
@@ -150,12 +158,12 @@ def main(argv=None) -> int:
     else:
         if args.kind == "future-load-pose":
             pub = publisher(rospy, ros1.LOAD_POSE_TOPIC, m.PoseStamped)
-            msg = m.PoseStamped(header=ros1.header(now + 100.0),
-                                pose=ros1.pose((0.0, 0.0, 5.0), (1.0, 0.0, 0.0, 0.0)))
+            msg = m.PoseStamped(
+                header=ros1.header(now + 100.0), pose=ros1.pose((0.0, 0.0, 5.0), (1.0, 0.0, 0.0, 0.0))
+            )
         elif args.kind == "future-state":
             pub = publisher(rospy, ros1.STATE_TOPIC.format(quad=quad), m.QuadState)
-            msg = ros1.quad_state(now + 100.0, (0.0, 0.0, 5.0), (1, 0, 0, 0), (0, 0, 0),
-                                  (0, 0, 0))
+            msg = ros1.quad_state(now + 100.0, (0.0, 0.0, 5.0), (1, 0, 0, 0), (0, 0, 0), (0, 0, 0))
         elif args.kind == "empty-horizon":
             pub = publisher(rospy, ros1.LOAD_HORIZON_TOPIC, m.Reference)
             msg = m.Reference(header=ros1.header(now), points=[])

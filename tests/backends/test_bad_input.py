@@ -29,8 +29,12 @@ def test_onboard_controller_rejects_non_finite_plan_and_holds_hover(paper_config
     sim.advance(50)
     sim.send_plan(0, nan_plan(sim.time, start.uav_p[0] + [1.0, 0, 0]))
     inf_plan = hover_plan(sim.time, start.uav_p[1])
-    sim.send_plan(1, UavTrajectory(inf_plan.t, inf_plan.p, inf_plan.v + np.inf, inf_plan.a,
-                                   inf_plan.j, inf_plan.body_rates))
+    sim.send_plan(
+        1,
+        UavTrajectory(
+            inf_plan.t, inf_plan.p, inf_plan.v + np.inf, inf_plan.a, inf_plan.j, inf_plan.body_rates
+        ),
+    )
     for _ in range(20):
         sim.advance(100)
         assert np.isfinite(sim.x).all()

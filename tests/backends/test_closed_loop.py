@@ -18,8 +18,14 @@ def fly(config, planner="formation", trajectory="eight-slow", duration=60.0, **s
     backend = make_backend("embedded", config)
     reference = make_reference(trajectory)
     p0, q0 = reference.start_pose()
-    return run_episode(backend, make_planner(planner, config), reference, duration,
-                       Scenario(load_p=p0, load_q=q0, **scenario), keep_samples=True)
+    return run_episode(
+        backend,
+        make_planner(planner, config),
+        reference,
+        duration,
+        Scenario(load_p=p0, load_q=q0, **scenario),
+        keep_samples=True,
+    )
 
 
 def test_embedded_backend_conforms_to_protocol(paper_config):

@@ -13,8 +13,7 @@ from backends.base import Scenario
 from backends.conformance import check_backend
 from backends.ros_graph import last_json
 
-ALL_CHECKS = ["protocol", "reset-observe", "send-advance-health", "malformed-plan-refused",
-              "close"]
+ALL_CHECKS = ["protocol", "reset-observe", "send-advance-health", "malformed-plan-refused", "close"]
 
 
 def test_embedded_backend_conforms(paper_config):
@@ -25,6 +24,7 @@ def test_embedded_backend_conforms(paper_config):
 
 def test_conformance_check_can_fail(paper_config):
     """A backend that loses its samples is caught."""
+
     class Forgetful:
         def __init__(self):
             self.inner = make_backend("embedded", paper_config)
@@ -48,8 +48,13 @@ def test_conformance_check_can_fail(paper_config):
 @pytest.mark.realtime
 def test_gazebo_backend_conforms_against_cableload_world(ros_graph):
     ros_graph.cableload("world", "world", "--real-time-factor", "1")
-    done = subprocess.run([sys.executable, "-m", "backends.conformance", "--backend", "gazebo"],
-                          env=ros_graph.env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-m", "backends.conformance", "--backend", "gazebo"],
+        env=ros_graph.env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     report = last_json(done.stdout)
     assert done.returncode == 0, (report, done.stderr[-2000:], ros_graph.log("world"))
     assert report["passed"] == ALL_CHECKS

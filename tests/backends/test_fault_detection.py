@@ -146,22 +146,25 @@ def test_a_teleported_load_is_a_jump_and_flight_is_not():
 
 def test_configuration_differences_name_each_key():
     ours = {"enabled": True, "rate": 100.0, "gains": [1.0, 2.0], "inner": {"mass": 1.4}}
-    theirs = {"enabled": False, "rate": 100.0 + 1e-12, "gains": [1.0, 2.5],
-              "inner": {"mass": 1.4}}
+    theirs = {"enabled": False, "rate": 100.0 + 1e-12, "gains": [1.0, 2.5], "inner": {"mass": 1.4}}
     assert config_differences(ours, theirs, "imu") == [
         "imu.enabled: this episode True, the world False",
-        "imu.gains[1]: this episode 2.0, the world 2.5"]
+        "imu.gains[1]: this episode 2.0, the world 2.5",
+    ]
     assert config_differences(ours, ours, "imu") == []
 
 
-@pytest.mark.parametrize("options, named", [
-    ({"real_time_factor": -1.0}, "--real-time-factor"),
-    ({"real_time_factor": float("nan")}, "--real-time-factor"),
-    ({"real_time_factor": float("inf")}, "--real-time-factor"),
-    ({"state_rate_hz": 0.0}, "--state-rate"),
-    ({"state_rate_hz": 5000.0}, "--state-rate"),
-    ({"mocap_rate_hz": 30.0}, "--mocap-rate 30"),
-])
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"real_time_factor": -1.0}, "--real-time-factor"),
+        ({"real_time_factor": float("nan")}, "--real-time-factor"),
+        ({"real_time_factor": float("inf")}, "--real-time-factor"),
+        ({"state_rate_hz": 0.0}, "--state-rate"),
+        ({"state_rate_hz": 5000.0}, "--state-rate"),
+        ({"mocap_rate_hz": 30.0}, "--mocap-rate 30"),
+    ],
+)
 def test_bad_world_options_are_usage_errors(options, named):
     with pytest.raises(UsageError, match=named):
         WorldOptions(**options)
@@ -173,12 +176,15 @@ def test_a_state_rate_of_no_whole_number_of_physics_steps_is_refused(paper_confi
         WorldNode(paper_config, WorldOptions(state_rate_hz=300.0, mocap_rate_hz=100.0))
 
 
-@pytest.mark.parametrize("argv, named", [
-    (["world", "--real-time-factor", "-1"], "--real-time-factor"),
-    (["world", "--state-rate", "0"], "--state-rate"),
-    (["world", "--mocap-rate", "30"], "--mocap-rate"),
-    (["world", "--duration", "-1"], "--duration"),
-])
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["world", "--real-time-factor", "-1"], "--real-time-factor"),
+        (["world", "--state-rate", "0"], "--state-rate"),
+        (["world", "--mocap-rate", "30"], "--mocap-rate"),
+        (["world", "--duration", "-1"], "--duration"),
+    ],
+)
 def test_bad_world_flags_end_in_one_line(argv, named, capsys):
     from cableload_sim.cli import main
 
@@ -214,8 +220,9 @@ def test_off_to_one_quadrotor_in_flight_stops_the_flight_and_says_so(paper_confi
     world = flying_world(paper_config)
     world.receive(1, "off", None)
     world.step_slice()
-    assert any("quad2 switched off in flight; the flight stops here" in m
-               for m in world.messages), list(world.messages)
+    assert any("quad2 switched off in flight; the flight stops here" in m for m in world.messages), list(
+        world.messages
+    )
     assert all(p.state is PilotState.OFF for p in world.pilots)
     state = world.sim.world_state().load_p.copy()
     world.step_slice()

@@ -21,8 +21,9 @@ def test_formation_lifts_flies_and_sets_down_the_load(tilt):
     system = config.system
     reference = from_ground(make_reference("eight-slow"))
     backend = EmbeddedBackend(config)
-    result = run_episode(backend, FormationPlanner(system, tilt=tilt), reference,
-                         reference.period_s + 1.0, keep_samples=True)
+    result = run_episode(
+        backend, FormationPlanner(system, tilt=tilt), reference, reference.period_s + 1.0, keep_samples=True
+    )
     assert result.status.value == "completed", result.message
     s = result.samples
     rest_z = s.load_p[0, 2]

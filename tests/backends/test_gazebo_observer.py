@@ -80,6 +80,9 @@ def test_settling_before_the_first_clock_fails_cleanly_when_the_master_is_lost(m
     with pytest.raises(RosFailure, match="stopped answering"):
         backend._settle()
     backend = _backend_without_a_clock(monkeypatch, master_up=True)
-    with pytest.raises(RosFailure, match=r"no /clock from the world for 0\.3\d s while the "
-                                         r"world's first /clock"):
+    with pytest.raises(
+        RosFailure,
+        match=r"no /clock from the world for 0\.3\d s while the "
+        r"world's first /clock",
+    ):
         backend._settle()

@@ -138,8 +138,9 @@ def test_load_mass_and_inertia_are_the_configs(parsed):
     np.testing.assert_allclose(model["pose"], [*DEFAULT_LOAD_POSITION, 1, 0, 0, 0], atol=1e-15)
     np.testing.assert_allclose(load["pose"], [0, 0, 0, 1, 0, 0, 0], atol=1e-15)
     assert load["mass"] == pytest.approx(config.system.load.mass, rel=1e-12)
-    np.testing.assert_allclose(_inertia_matrix(load["inertia"]),
-                               config.system.load.inertia_matrix(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        _inertia_matrix(load["inertia"]), config.system.load.inertia_matrix(), rtol=1e-12, atol=1e-15
+    )
     np.testing.assert_allclose(load["inertial_pose"], [0, 0, 0, 1, 0, 0, 0], atol=1e-15)
 
 
@@ -176,16 +177,16 @@ def test_cables_are_link_chains_of_the_configured_length_between_the_attachment_
         assert abs(length - system.cables[i].length) < MM, f"cable {i + 1}: {length} m"
         # each segment's own frame starts at its joint, so links and joints agree
         for s in range(k):
-            np.testing.assert_allclose(_in_world(model, links[cable_link(i, s)]["pose"])[0],
-                                       nodes[s], atol=1e-12)
+            np.testing.assert_allclose(
+                _in_world(model, links[cable_link(i, s)]["pose"])[0], nodes[s], atol=1e-12
+            )
         load_end = p_load + R_load @ np.array(system.load.attachments[i])
         assert np.linalg.norm(nodes[0] - load_end) < MM
         p_body, R_body = _in_world(model, links[base_link(ns)]["pose"])
         quad_end = p_body + R_body @ np.array(system.quadrotors[i].attachment)
         assert np.linalg.norm(nodes[-1] - quad_end) < MM
         # straight along the hover direction: the initial pose is the hover formation
-        np.testing.assert_allclose((nodes[-1] - nodes[0]) / length, R_load @ directions[i],
-                                   atol=1e-9)
+        np.testing.assert_allclose((nodes[-1] - nodes[0]) / length, R_load @ directions[i], atol=1e-9)
         cable_mass = sum(links[cable_link(i, s)]["mass"] for s in range(k))
         assert cable_mass == pytest.approx(DEFAULT_CABLE_MASS, rel=1e-12)
 
@@ -198,8 +199,10 @@ def test_quadrotors_start_tilted_to_balance_their_cable(parsed):
     links = _links(model)
     for i, ns in enumerate(quad_namespaces(system.n_uavs)):
         _, R_body = _in_world(model, links[base_link(ns)]["pose"])
-        force = (system.quadrotors[i].mass * system.gravity * np.array([0.0, 0.0, 1.0])
-                 + geometry.tensions[i] * geometry.directions[i])
+        force = (
+            system.quadrotors[i].mass * system.gravity * np.array([0.0, 0.0, 1.0])
+            + geometry.tensions[i] * geometry.directions[i]
+        )
         np.testing.assert_allclose(R_body[:, 2], force / np.linalg.norm(force), atol=1e-9)
 
 
@@ -216,7 +219,10 @@ def test_rotor_plugins_drive_the_right_joints_with_the_configs_constants(parsed)
             params = plugin["params"]
             joint = joints[params["jointName"]]
             assert (joint["type"], joint["parent"], joint["child"]) == (
-                "revolute", base_link(ns), params["linkName"])
+                "revolute",
+                base_link(ns),
+                params["linkName"],
+            )
             np.testing.assert_allclose(joint["axis"], [0.0, 0.0, 1.0])
             # the rotor sits where the config's allocation matrix puts it
             p_joint, R_joint = _in_world(model, joint["pose"])
@@ -226,14 +232,20 @@ def test_rotor_plugins_drive_the_right_joints_with_the_configs_constants(parsed)
             assert int(params["motorNumber"]) == m
             assert float(params["motorConstant"]) == rotor.thrust_coeff
             assert float(params["momentConstant"]) == pytest.approx(
-                rotor.torque_coeff / rotor.thrust_coeff, rel=1e-15)
+                rotor.torque_coeff / rotor.thrust_coeff, rel=1e-15
+            )
             assert float(params["maxRotVelocity"]) == rotor.speed_max
             assert float(params["timeConstantUp"]) == rotor.time_constant
             assert float(params["timeConstantDown"]) == rotor.time_constant
             # RotorS: drag torque along -turningDirection * z, cw = -1
             assert params["turningDirection"] == ("cw" if spin > 0 else "ccw")
-            for name in ("commandSubTopic", "motorSpeedPubTopic", "rotorDragCoefficient",
-                         "rollingMomentCoefficient", "rotorVelocitySlowdownSim"):
+            for name in (
+                "commandSubTopic",
+                "motorSpeedPubTopic",
+                "rotorDragCoefficient",
+                "rollingMomentCoefficient",
+                "rotorVelocitySlowdownSim",
+            ):
                 assert params[name] != "", name
 
 
@@ -247,14 +259,19 @@ def test_every_plugin_names_a_link_or_joint_of_the_model(parsed):
         if "jointName" in params:
             assert params["jointName"] in joints, plugin["name"]
     for ns in quad_namespaces(config.system.n_uavs):
-        for suffix in ("multirotor_base_plugin.so", "imu_plugin.so", "odometry_plugin.so",
-                       "controller_interface.so"):
+        for suffix in (
+            "multirotor_base_plugin.so",
+            "imu_plugin.so",
+            "odometry_plugin.so",
+            "controller_interface.so",
+        ):
             assert [p["params"]["robotNamespace"] for p in _plugins(model, suffix)].count(ns) == 1
         for suffix in ("multirotor_base_plugin.so", "imu_plugin.so", "odometry_plugin.so"):
             (plugin,) = [p for p in _plugins(model, suffix) if p["params"]["robotNamespace"] == ns]
             assert plugin["params"]["linkName"] == base_link(ns)
-    (load,) = [p for p in _plugins(model, "odometry_plugin.so")
-               if p["params"]["robotNamespace"] == LOAD_NAMESPACE]
+    (load,) = [
+        p for p in _plugins(model, "odometry_plugin.so") if p["params"]["robotNamespace"] == LOAD_NAMESPACE
+    ]
     assert load["params"]["linkName"] == LOAD_LINK
     assert f"/{LOAD_NAMESPACE}/{load['params']['odometryTopic']}" == LOAD_ODOMETRY_TOPIC
 
@@ -262,16 +279,19 @@ def test_every_plugin_names_a_link_or_joint_of_the_model(parsed):
 def test_world_is_the_simulated_system_with_its_mismatch(checker, tmp_path):
     """Like the embedded simulator, the world carries the config's [mismatch]."""
     toml = tmp_path / "mismatch.toml"
-    toml.write_text("[load]\nmass = 1.4\nattachments = [[0.26, 0.22, 0.06], [0.26, -0.22, 0.06], "
-                    "[-0.28, 0.0, 0.06]]\n[mismatch]\nload_mass_scale = 1.25\n"
-                    "cable_length_deltas = [0.0, 0.1, -0.05]\n")
+    toml.write_text(
+        "[load]\nmass = 1.4\nattachments = [[0.26, 0.22, 0.06], [0.26, -0.22, 0.06], "
+        "[-0.28, 0.0, 0.06]]\n[mismatch]\nload_mass_scale = 1.25\n"
+        "cable_length_deltas = [0.0, 0.1, -0.05]\n"
+    )
     config = load_config(toml)
     segments = 4
     model = _parse(checker, config, tmp_path / "w.world", cable_segments=segments).model(MODEL_NAME)
     assert _links(model)[LOAD_LINK]["mass"] == pytest.approx(1.75, rel=1e-12)
     for i, expected in enumerate((1.0, 1.1, 0.95)):
-        nodes = np.array([_in_world(model, _joints(model)[cable_joint(i, s)]["pose"])[0]
-                          for s in range(segments + 1)])
+        nodes = np.array(
+            [_in_world(model, _joints(model)[cable_joint(i, s)]["pose"])[0] for s in range(segments + 1)]
+        )
         assert abs(np.linalg.norm(np.diff(nodes, axis=0), axis=1).sum() - expected) < MM
 
 
@@ -291,8 +311,9 @@ def test_checker_reports_a_joint_without_its_child(checker, tmp_path):
 
 
 def test_checker_reports_an_unknown_element_when_strict(checker, tmp_path):
-    text = world_sdf(load_config(None)).replace("<max_step_size>", "<max_stepsize>1</max_stepsize>"
-                                                "<max_step_size>", 1)
+    text = world_sdf(load_config(None)).replace(
+        "<max_step_size>", "<max_stepsize>1</max_stepsize><max_step_size>", 1
+    )
     path = tmp_path / "typo.world"
     path.write_text(text)
     assert sdfcheck.check_sdf(path, strict=False, checker=checker).errors == ()
@@ -311,8 +332,9 @@ def test_missing_tools_name_the_packages_to_install(monkeypatch):
         sdfcheck.build_checker()
 
 
-@pytest.mark.parametrize("ci, fails", [(None, False), ("", False), ("0", False), ("false", False),
-                                       ("1", True), ("true", True)])
+@pytest.mark.parametrize(
+    "ci, fails", [(None, False), ("", False), ("0", False), ("false", False), ("1", True), ("true", True)]
+)
 def test_require_skips_outside_ci_and_fails_in_ci(monkeypatch, ci, fails):
     if ci is None:
         monkeypatch.delenv("CI", raising=False)
@@ -337,11 +359,14 @@ def test_write_world_is_atomic_and_refuses_to_overwrite(tmp_path, paper_config):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["multilift.world"]
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"cable_segments": 0}, "cable_segments: expected an integer >= 1, got 0"),
-    ({"cable_segments": 2.5}, "got 2.5"),
-    ({"load_position": (0.0, 1.0)}, "load_position: expected 3 finite numbers"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"cable_segments": 0}, "cable_segments: expected an integer >= 1, got 0"),
+        ({"cable_segments": 2.5}, "got 2.5"),
+        ({"load_position": (0.0, 1.0)}, "load_position: expected 3 finite numbers"),
+    ],
+)
 def test_bad_options_name_the_value(paper_config, options, message):
     with pytest.raises(UsageError, match=message.replace(".", r"\.").replace("(", r"\(")):
         world_sdf(paper_config, **options)

@@ -26,8 +26,10 @@ START = Scenario(load_p=np.array([0.0, 0.0, 1.5]), load_q=np.array([1.0, 0.0, 0.
 def with_link(config, **link):
     """``config`` with the link on, a sample every physics step."""
     return dataclasses.replace(
-        config, link=LinkParams(enabled=True, **link),
-        simulation=dataclasses.replace(config.simulation, log_rate_hz=1000.0))
+        config,
+        link=LinkParams(enabled=True, **link),
+        simulation=dataclasses.replace(config.simulation, log_rate_hz=1000.0),
+    )
 
 
 def sidestep(position: np.ndarray, t0: float) -> UavTrajectory:
@@ -47,12 +49,12 @@ def fly_one_period(config, plan: bool):
 
 
 def test_a_late_plan_acts_at_its_arrival_and_not_before(paper_config):
-    delayed = with_link(paper_config, drop_fraction=0.0, delay_min_s=DELAY_S,
-                        delay_max_s=DELAY_S)
+    delayed = with_link(paper_config, drop_fraction=0.0, delay_min_s=DELAY_S, delay_max_s=DELAY_S)
     late = fly_one_period(delayed, plan=True)
     held = fly_one_period(delayed, plan=False)  # no plan at all: the controller holds
-    at_once = fly_one_period(with_link(paper_config, drop_fraction=0.0, delay_min_s=0.0,
-                                       delay_max_s=0.0), plan=True)
+    at_once = fly_one_period(
+        with_link(paper_config, drop_fraction=0.0, delay_min_s=0.0, delay_max_s=0.0), plan=True
+    )
     before = late.t <= DELAY_S + 1e-9
     # until it arrives, the quadrotor flies exactly as without any plan ...
     np.testing.assert_array_equal(late.uav_p[before], held.uav_p[before])
@@ -69,8 +71,7 @@ def test_a_late_plan_acts_at_its_arrival_and_not_before(paper_config):
 def test_the_late_plan_is_the_plan_sent_at_its_arrival_step(paper_config):
     """The backend splits the period at the arrival step; splitting changes no bit, so it
     equals a simulator given the plan by hand at that step."""
-    delayed = with_link(paper_config, drop_fraction=0.0, delay_min_s=DELAY_S,
-                        delay_max_s=DELAY_S)
+    delayed = with_link(paper_config, drop_fraction=0.0, delay_min_s=DELAY_S, delay_max_s=DELAY_S)
     late = fly_one_period(delayed, plan=True)
     sim = Simulator(delayed)
     sim.reset(START.load_p, START.load_q)
@@ -83,8 +84,9 @@ def test_the_late_plan_is_the_plan_sent_at_its_arrival_step(paper_config):
     x = np.concatenate([first.x, rest.x])
     from backends.embedded import samples_from_states
 
-    by_hand = samples_from_states(np.concatenate([first.t, rest.t]), x,
-                                  np.concatenate([first.tension, rest.tension]), sim.n)
+    by_hand = samples_from_states(
+        np.concatenate([first.t, rest.t]), x, np.concatenate([first.tension, rest.tension]), sim.n
+    )
     np.testing.assert_array_equal(late.uav_p, by_hand.uav_p)
     np.testing.assert_array_equal(late.load_p, by_hand.load_p)
 
@@ -106,8 +108,14 @@ def test_link_episode_is_seeded_and_reported(paper_config):
     p0, q0 = reference.start_pose()
 
     def fly(seed):
-        return run_episode(make_backend("embedded", config), make_planner("formation", config),
-                           reference, 4.0, Scenario(p0, q0, seed=seed), keep_samples=True)
+        return run_episode(
+            make_backend("embedded", config),
+            make_planner("formation", config),
+            reference,
+            4.0,
+            Scenario(p0, q0, seed=seed),
+            keep_samples=True,
+        )
 
     a, b, c = fly(5), fly(5), fly(6)
     assert a.status is EpisodeStatus.COMPLETED
@@ -116,8 +124,9 @@ def test_link_episode_is_seeded_and_reported(paper_config):
     assert a.metrics["link_sent_plans"] == 3 * 40
     assert 0 < a.metrics["link_dropped_plans"] < 3 * 40 * 0.45
     assert 0.0 < a.metrics["link_delay_mean_ms"] <= a.metrics["link_delay_max_ms"] <= 30.0
-    assert (a.metrics["link_dropped_plans"] != c.metrics["link_dropped_plans"]
-            or not np.array_equal(a.samples.uav_p, c.samples.uav_p))
+    assert a.metrics["link_dropped_plans"] != c.metrics["link_dropped_plans"] or not np.array_equal(
+        a.samples.uav_p, c.samples.uav_p
+    )
 
 
 def test_paper_link_changes_teacher_tracking_by_at_most_ten_percent(paper_config):
@@ -128,8 +137,13 @@ def test_paper_link_changes_teacher_tracking_by_at_most_ten_percent(paper_config
     rmse = {}
     for enabled in (False, True):
         config = dataclasses.replace(paper_config, link=LinkParams(enabled=enabled))
-        result = run_episode(make_backend("embedded", config), make_planner("teacher", config),
-                             reference, 60.0, Scenario(p0, q0, seed=0))
+        result = run_episode(
+            make_backend("embedded", config),
+            make_planner("teacher", config),
+            reference,
+            60.0,
+            Scenario(p0, q0, seed=0),
+        )
         assert result.status is EpisodeStatus.COMPLETED
         rmse[enabled] = result.metrics["rmse_position_m"]
     assert rmse[True] <= 1.1 * rmse[False]

@@ -42,13 +42,20 @@ def test_replacing_queue_takes_every_valid_reference():
     assert len(queue) == 1 and queue.start == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("change, why", [
-    (lambda r: r.update(t=r["t"][::-1].copy()), "increasing"),
-    (lambda r: r["p"].__setitem__((3, 0), np.nan), "non-finite"),
-    (lambda r: r.update(t=r["t"][:1], p=r["p"][:1], v=r["v"][:1], a=r["a"][:1], j=r["j"][:1],
-                        w=r["w"][:1]), "at least 2 points"),
-    (lambda r: r.update(v=r["v"][:, :2]), "shape"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (lambda r: r.update(t=r["t"][::-1].copy()), "increasing"),
+        (lambda r: r["p"].__setitem__((3, 0), np.nan), "non-finite"),
+        (
+            lambda r: r.update(
+                t=r["t"][:1], p=r["p"][:1], v=r["v"][:1], a=r["a"][:1], j=r["j"][:1], w=r["w"][:1]
+            ),
+            "at least 2 points",
+        ),
+        (lambda r: r.update(v=r["v"][:, :2]), "shape"),
+    ],
+)
 def test_malformed_reference_is_rejected_by_both_rules(change, why):
     for mode in ("stock", "replace"):
         ref = reference(0.0, 1.0)
@@ -128,8 +135,7 @@ def test_plan_piece_for_a_stock_pilot_starts_at_the_queued_end():
         plan = UavTrajectory(t + t0, p + [t0, 0, 0], v, zeros, zeros, zeros)
         start = t0 if end is None else end
         piece = plan_piece(plan, start, t0 + 0.15, 0.01)
-        ref = {"t": piece.t, "p": piece.p, "v": piece.v, "a": piece.a, "j": piece.j,
-               "w": piece.body_rates}
+        ref = {"t": piece.t, "p": piece.p, "v": piece.v, "a": piece.a, "j": piece.j, "w": piece.body_rates}
         assert queue.offer(ref, now=t0), f"plan {k} rejected"
         end = piece.t[-1]
         assert np.diff(piece.t).max() <= 0.01 + 1e-12
@@ -162,20 +168,20 @@ def test_pieces_and_the_pilot_keep_the_plan_the_controller_would_fly():
     np.testing.assert_allclose(piece.v, 3 * c * tau[:, None] ** 2, atol=1e-12)
     np.testing.assert_allclose(piece.a, 6 * c * tau[:, None], atol=1e-12)
     queue = ReferenceQueue("stock")
-    assert queue.offer({"t": piece.t, "p": piece.p, "v": piece.v, "a": piece.a, "j": piece.j,
-                        "w": piece.body_rates}, now=2.05)
+    assert queue.offer(
+        {"t": piece.t, "p": piece.p, "v": piece.v, "a": piece.a, "j": piece.j, "w": piece.body_rates},
+        now=2.05,
+    )
     sampled = queue.sample(2.123)
     inside = sampled.t <= piece.t[-1]
     tau = sampled.t[inside] - 2.0
-    np.testing.assert_allclose(sampled.p[inside], c * tau[:, None] ** 3 + [0.1, 0.2, 1.0],
-                               atol=1e-12)
+    np.testing.assert_allclose(sampled.p[inside], c * tau[:, None] ** 3 + [0.1, 0.2, 1.0], atol=1e-12)
     np.testing.assert_allclose(sampled.v[inside], 3 * c * tau[:, None] ** 2, atol=1e-12)
 
 
 def test_sample_nodes_holds_the_ends():
     plan = cubic_plan(0.0)
-    nodes = {"t": plan.t, "p": plan.p, "v": plan.v, "a": plan.a, "j": plan.j,
-             "w": plan.body_rates}
+    nodes = {"t": plan.t, "p": plan.p, "v": plan.v, "a": plan.a, "j": plan.j, "w": plan.body_rates}
     out = sample_nodes(nodes, np.array([-0.5, plan.t[-1] + 1.0]))
     np.testing.assert_allclose(out["p"], plan.p[[0, -1]])  # first values, then the end
     np.testing.assert_allclose(out["v"][0], plan.v[0])
@@ -227,8 +233,7 @@ def test_client_bookkeeping_and_pilot_agree_with_delayed_plans():
     telemetry_times = np.arange(0.0, 6.0, 0.05)
     for k in range(50):
         plan_time = 0.1 * k  # one planner: a plan made late delays the next
-        sent_at = max(sent_at + 0.01,
-                      plan_time + (0.22 if k % 7 == 3 else float(rng.uniform(0.0, 0.05))))
+        sent_at = max(sent_at + 0.01, plan_time + (0.22 if k % 7 == 3 else float(rng.uniform(0.0, 0.05))))
         # the telemetry the client has read by the time it sends
         for now in telemetry_times[(telemetry_times <= sent_at)]:
             for arrival, ref in [x for x in in_transit if x[0] <= now]:

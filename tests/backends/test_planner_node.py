@@ -54,8 +54,7 @@ def test_student_node_plans_what_the_embedded_student_plans(paper_config):
         state = sim.world_state()
         plans = embedded.plan(state, reference)
         obs = state.local(0, node.rho[0], node.attach[0])
-        mine = node.act([node.observe_local(0, obs, sampled(reference, state.t))],
-                        obs.uav_p[None], [0])[0]
+        mine = node.act([node.observe_local(0, obs, sampled(reference, state.t))], obs.uav_p[None], [0])[0]
         np.testing.assert_allclose(mine.t, node_times(state.t))
         np.testing.assert_allclose(mine.p, plans[0].p, atol=1e-4)
         np.testing.assert_allclose(mine.v, plans[0].v, atol=1e-3)

@@ -37,9 +37,16 @@ def test_shipped_types_have_the_real_md5(name):
     assert cls._md5sum == REAL_MD5[name]
 
 
-@pytest.mark.parametrize("name", ["agiros_msgs/QuadState", "agiros_msgs/Reference",
-                                  "agiros_msgs/Telemetry", "gazebo_msgs/ModelState",
-                                  "cableload_msgs/CableTension"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "agiros_msgs/QuadState",
+        "agiros_msgs/Reference",
+        "agiros_msgs/Telemetry",
+        "gazebo_msgs/ModelState",
+        "cableload_msgs/CableTension",
+    ],
+)
 def test_run_time_classes_agree_with_the_run_log_type_store(name):
     """genpy (live ROS) and rosbags (run logs) read the same text the same way."""
     assert getattr(ros1.messages(), name.split("/")[1])._md5sum == message_md5(name)
@@ -67,8 +74,7 @@ def test_odometry_twist_is_in_the_body_frame(rng):
     q /= np.linalg.norm(q)
     p, v, w = rng.normal(size=(3, 3))
     msg = roundtrip(ros1.odometry(12.5, "quad1/body", p, q, v, w))
-    np.testing.assert_allclose(ros1.xyz(msg.twist.twist.linear), quat_to_matrix(q).T @ v,
-                               atol=1e-12)
+    np.testing.assert_allclose(ros1.xyz(msg.twist.twist.linear), quat_to_matrix(q).T @ v, atol=1e-12)
     t, p2, q2, v2, w2 = ros1.from_odometry(msg)
     assert t == pytest.approx(12.5)
     np.testing.assert_allclose(p2, p)

@@ -22,25 +22,39 @@ from backends.ros_graph import last_json
 from learners.export import SHIPPED_POLICY
 
 INJECT = [sys.executable, str(Path(__file__).with_name("ros_inject.py"))]
-FAULT_STATUSES = {"node_lost", "world_replaced", "world_reset", "clock_stalled",
-                  "system_mismatch", "plans_rejected", "uav_off", "pilot_override",
-                  "backend_failed"}
+FAULT_STATUSES = {
+    "node_lost",
+    "world_replaced",
+    "world_reset",
+    "clock_stalled",
+    "system_mismatch",
+    "plans_rejected",
+    "uav_off",
+    "pilot_override",
+    "backend_failed",
+}
 
 
 def episode(ros_graph, *args: str, name: str = "driver"):
     """An episode of the gazebo backend started in the background."""
-    return ros_graph.cableload(name, "simulate", "--backend", "gazebo", "--trajectory",
-                               "eight-medium", "--json", *args)
+    return ros_graph.cableload(
+        name, "simulate", "--backend", "gazebo", "--trajectory", "eight-medium", "--json", *args
+    )
 
 
 def wait_flying(ros_graph, seconds: float = 90.0) -> None:
     """Until the episode publishes its first reference sample (set-up over)."""
     require(shutil.which("rostopic") is not None, "needs rostopic: sudo apt-get install ros-core")
     ros_graph.wait_for(
-        lambda: "/cableload/load/reference" in ros_graph.master_state()["publishers"], seconds,
-        "the episode")
-    subprocess.run(["rostopic", "echo", "-n", "1", "/cableload/load/reference"],
-                   env=ros_graph.env, capture_output=True, timeout=seconds, check=True)
+        lambda: "/cableload/load/reference" in ros_graph.master_state()["publishers"], seconds, "the episode"
+    )
+    subprocess.run(
+        ["rostopic", "echo", "-n", "1", "/cableload/load/reference"],
+        env=ros_graph.env,
+        capture_output=True,
+        timeout=seconds,
+        check=True,
+    )
 
 
 def inject(ros_graph, kind: str, *args: str, name: str = "inject") -> str:
@@ -54,8 +68,9 @@ def inject(ros_graph, kind: str, *args: str, name: str = "inject") -> str:
 
 def inject_all(ros_graph, *faults: tuple[str, ...]) -> None:
     """Publish several faults at once (each a process) and wait until all are sent."""
-    procs = [(f"inject{k}", ros_graph.start(f"inject{k}", [*INJECT, *fault]))
-             for k, fault in enumerate(faults)]
+    procs = [
+        (f"inject{k}", ros_graph.start(f"inject{k}", [*INJECT, *fault])) for k, fault in enumerate(faults)
+    ]
     for name, proc in procs:
         proc.wait(timeout=60)
         assert proc.returncode == 0 and "sent" in ros_graph.log(name), ros_graph.log(name)
@@ -67,8 +82,9 @@ def result_of(ros_graph, proc, name: str = "driver", timeout: float = 120.0) -> 
 
 
 def fly(ros_graph, *args: str, timeout: float = 180.0) -> dict:
-    done = ros_graph.run("simulate", "--backend", "gazebo", "--trajectory", "eight-medium",
-                         "--json", *args, timeout=timeout)
+    done = ros_graph.run(
+        "simulate", "--backend", "gazebo", "--trajectory", "eight-medium", "--json", *args, timeout=timeout
+    )
     assert done.returncode in (0, 1), done.stderr[-3000:]
     return last_json(done.stdout)
 
@@ -78,13 +94,16 @@ def same_figures(live: dict, clean: dict, rel: float, context=None) -> None:
         assert live[key] == pytest.approx(clean[key], rel=rel), (context, key, live, clean)
 
 
-@pytest.mark.parametrize("fault, status, detail", [
-    ("reset-world", "world_reset", "the world was reset"),
-    ("off", "uav_off", "quad2"),
-    ("late-reference", "plans_rejected", "quad1"),
-    ("pause-physics", "clock_stalled", "alive"),
-    ("world-param", "world_replaced", "replaced"),
-])
+@pytest.mark.parametrize(
+    "fault, status, detail",
+    [
+        ("reset-world", "world_reset", "the world was reset"),
+        ("off", "uav_off", "quad2"),
+        ("late-reference", "plans_rejected", "quad1"),
+        ("pause-physics", "clock_stalled", "alive"),
+        ("world-param", "world_replaced", "replaced"),
+    ],
+)
 def test_a_fault_mid_flight_ends_the_episode_with_its_status(ros_graph, fault, status, detail):
     """Each of these once ended ``completed`` with wrong figures, crashed or hung: a reset
     world (the load parked at spawn, 205 references refused and 0 reported), ``off`` to one
@@ -111,8 +130,9 @@ def test_a_fault_mid_flight_ends_the_episode_with_its_status(ros_graph, fault, s
     if fault == "off":
         assert "quad2 switched off in flight; the flight stops here" in log, log
     if fault == "late-reference":
-        refused = sum(int(part.split("/")[1]) for part in
-                      log.split("accepted/rejected:")[1].split(";")[0].split(","))
+        refused = sum(
+            int(part.split("/")[1]) for part in log.split("accepted/rejected:")[1].split(";")[0].split(",")
+        )
         assert refused >= result["rejected_plans"] - 1, (result, log)
 
 
@@ -163,13 +183,15 @@ def test_a_world_of_another_system_or_configuration_is_refused(ros_graph):
     result = fly(ros_graph, "--planner", "formation", "--duration", "5")
     assert result["status"] == "system_mismatch", result
     assert "4 quadrotors" in result["message"] and "--uavs" in result["message"], result
-    imu = fly(ros_graph, "--planner", "formation", "--duration", "5", "--uavs", "4",
-              "--set", "imu.enabled=true")
+    imu = fly(
+        ros_graph, "--planner", "formation", "--duration", "5", "--uavs", "4", "--set", "imu.enabled=true"
+    )
     assert imu["status"] == "system_mismatch", imu
     assert "imu.enabled: this episode True, the world False" in imu["message"], imu
     assert time.monotonic() - started < 90.0
-    done = ros_graph.run("simulate", "--backend", "gazebo", "--uavs", "4", "--set",
-                         "sensing.enabled=true", "--duration", "5")
+    done = ros_graph.run(
+        "simulate", "--backend", "gazebo", "--uavs", "4", "--set", "sensing.enabled=true", "--duration", "5"
+    )
     assert done.returncode == 2, done.stderr
     assert "sensing.enabled=true" in done.stderr and "Traceback" not in done.stderr
 
@@ -191,19 +213,40 @@ def test_student_nodes_under_faults(ros_graph):
     naming its quadrotor."""
     ros_graph.cableload("world", "world", "--lockstep")
     for i in range(3):
-        ros_graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
-                            "--runtime", "onnx", "--policy", str(SHIPPED_POLICY))
+        ros_graph.cableload(
+            f"node{i}",
+            "node",
+            "--planner",
+            "student",
+            "--uav",
+            str(i),
+            "--runtime",
+            "onnx",
+            "--policy",
+            str(SHIPPED_POLICY),
+        )
     ros_graph.wait_for(
-        lambda: len([node for node in ros_graph.master_state()["subscribers"].get(
-            "/cableload/load/reference_horizon", []) if node.startswith("/cableload_student_")])
-        == 3, 120, "three student nodes")
+        lambda: (
+            len(
+                [
+                    node
+                    for node in ros_graph.master_state()["subscribers"].get(
+                        "/cableload/load/reference_horizon", []
+                    )
+                    if node.startswith("/cableload_student_")
+                ]
+            )
+            == 3
+        ),
+        120,
+        "three student nodes",
+    )
     clean = fly(ros_graph, "--planner", "nodes", "--duration", "6")
     assert clean["status"] == "completed", (clean, ros_graph.log("node0"))
 
     driver = episode(ros_graph, "--planner", "nodes", "--duration", "6")
     wait_flying(ros_graph)
-    inject_all(ros_graph, ("future-load-pose",), ("empty-horizon",),
-               ("empty-trajectory", "--quad", "quad3"))
+    inject_all(ros_graph, ("future-load-pose",), ("empty-horizon",), ("empty-trajectory", "--quad", "quad3"))
     live = result_of(ros_graph, driver)
     assert live["status"] == "completed", (live, ros_graph.log("node0"))
     assert clean["rejected_plans"] == 0 and live["rejected_plans"] == 1, (clean, live)
@@ -218,10 +261,16 @@ def test_student_nodes_under_faults(ros_graph):
     assert "quad2" in lost["message"] and "quad1" not in lost["message"], lost
     ros_graph.stop()
     summaries = "".join(ros_graph.log(f"node{i}", tail=None) for i in (0, 2))
-    dropped = [int(line.split(" messages dropped")[0].split(", ")[-1])
-               for line in summaries.splitlines() if "messages dropped" in line]
-    ignored = [int(line.split(" reference horizons ignored")[0].split(", ")[-1])
-               for line in summaries.splitlines() if "reference horizons ignored" in line]
+    dropped = [
+        int(line.split(" messages dropped")[0].split(", ")[-1])
+        for line in summaries.splitlines()
+        if "messages dropped" in line
+    ]
+    ignored = [
+        int(line.split(" reference horizons ignored")[0].split(", ")[-1])
+        for line in summaries.splitlines()
+        if "reference horizons ignored" in line
+    ]
     assert len(dropped) == 2 and min(dropped) >= 1, summaries
     assert len(ignored) == 2 and min(ignored) >= 1, summaries
 
@@ -238,11 +287,9 @@ def test_fuzzing_the_worlds_topics(ros_graph):
     assert clean["status"] == "completed", clean
     outcomes = {}
     for k, topic in enumerate(FUZZED):
-        driver = episode(ros_graph, "--planner", "formation", "--duration", "6",
-                         name=f"driver-{topic}")
+        driver = episode(ros_graph, "--planner", "formation", "--duration", "6", name=f"driver-{topic}")
         wait_flying(ros_graph)
-        inject(ros_graph, f"fuzz-{topic}", "--count", "300", "--seed", str(k),
-               name=f"fuzz-{topic}")
+        inject(ros_graph, f"fuzz-{topic}", "--count", "300", "--seed", str(k), name=f"fuzz-{topic}")
         result = result_of(ros_graph, driver, name=f"driver-{topic}")
         outcomes[topic] = result["status"]
         if result["status"] == "completed":
@@ -266,14 +313,18 @@ def test_the_ros_tools_read_the_agiros_topics(ros_graph, tmp_path):
     assert done.stdout.startswith(f"export ROS_PACKAGE_PATH={tmp_path / 'msgs'}"), done.stdout
     ros_graph.cableload("world", "world")
     env = {**ros_graph.env, "ROS_PACKAGE_PATH": str(tmp_path / "msgs")}
-    for topic, field in (("/quad1/agiros_pilot/state", "motors"),
-                         ("/quad1/agiros_pilot/telemetry", "bridge_armed"),
-                         ("/cableload/cable_tension", "tension")):
-        echo = subprocess.run(["rostopic", "echo", "-n", "1", topic], env=env,
-                              capture_output=True, text=True, timeout=60)
+    for topic, field in (
+        ("/quad1/agiros_pilot/state", "motors"),
+        ("/quad1/agiros_pilot/telemetry", "bridge_armed"),
+        ("/cableload/cable_tension", "tension"),
+    ):
+        echo = subprocess.run(
+            ["rostopic", "echo", "-n", "1", topic], env=env, capture_output=True, text=True, timeout=60
+        )
         assert echo.returncode == 0 and field in echo.stdout, (topic, echo.stdout, echo.stderr)
-    md5 = subprocess.run(["rosmsg", "md5", "agiros_msgs/Telemetry"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    md5 = subprocess.run(
+        ["rosmsg", "md5", "agiros_msgs/Telemetry"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert md5.stdout.strip() == "5251574f675e7717477eef1003887d54", md5
 
 
@@ -288,11 +339,13 @@ def test_cableload_launch_exits_with_the_episodes_status(ros_graph):
 def test_ctrl_c_ends_a_simulation_in_one_line_with_its_log_readable(ros_graph, tmp_path):
     """Ctrl-C on ``simulate`` printed a KeyboardInterrupt traceback."""
     bag = tmp_path / "stopped.bag"
-    proc = ros_graph.cableload("simulate", "simulate", "--planner", "formation", "--duration",
-                               "600", "--log", str(bag))
+    proc = ros_graph.cableload(
+        "simulate", "simulate", "--planner", "formation", "--duration", "600", "--log", str(bag)
+    )
     active = bag.with_name(bag.name + ".active")  # renamed to bag once closed
-    ros_graph.wait_for(lambda: active.exists() and active.stat().st_size > 100_000, 120,
-                       "the run log to grow")
+    ros_graph.wait_for(
+        lambda: active.exists() and active.stat().st_size > 100_000, 120, "the run log to grow"
+    )
     ros_graph.kill("simulate", signal.SIGINT)
     assert proc.returncode == 130, ros_graph.log("simulate")
     log = ros_graph.log("simulate")
@@ -308,8 +361,7 @@ def test_a_planner_node_reports_on_sigterm(ros_graph):
     SIGTERM."""
     ros_graph.cableload("world", "world")
     node = ros_graph.cableload("node", "node", "--planner", "formation")
-    ros_graph.wait_for(lambda: "planning for every quadrotor" in ros_graph.log("node"), 60,
-                       "the node")
+    ros_graph.wait_for(lambda: "planning for every quadrotor" in ros_graph.log("node"), 60, "the node")
     ros_graph.kill("node", signal.SIGTERM)
     assert node.returncode == 0, ros_graph.log("node")
     assert "cableload node: 0 plans sent" in ros_graph.log("node", tail=None)

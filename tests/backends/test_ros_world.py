@@ -32,16 +32,23 @@ SPECIALIST = str(SHIPPED_POLICY)  # the nodes and the embedded run fly the same 
 
 
 def simulate(ros_graph, *args: str, timeout: float = 300.0) -> dict:
-    done = ros_graph.run("simulate", "--trajectory", "eight-medium", "--json", *args,
-                         timeout=timeout)
+    done = ros_graph.run("simulate", "--trajectory", "eight-medium", "--json", *args, timeout=timeout)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     return last_json(done.stdout)
 
 
 def delayed(latency_s: float) -> list[str]:
     """Options of an embedded run whose plans take effect ``latency_s`` after they are made."""
-    return ["--set", "link.enabled=true", "--set", "link.drop_fraction=0", "--set",
-            f"link.delay_min_s={latency_s}", "--set", f"link.delay_max_s={latency_s}"]
+    return [
+        "--set",
+        "link.enabled=true",
+        "--set",
+        "link.drop_fraction=0",
+        "--set",
+        f"link.delay_min_s={latency_s}",
+        "--set",
+        f"link.delay_max_s={latency_s}",
+    ]
 
 
 def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_one(ros_graph):
@@ -51,17 +58,19 @@ def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_on
     over 12 s). In real time on this 2-core VM, a slow phase of the machine ran the pilots'
     queues dry 7-9 times in 12 s and the teacher flew 0.30 m (seen in a clean CI run)."""
     ros_graph.cableload("world", "world", "--lockstep")
-    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration",
-                    DURATION)
+    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration", DURATION)
     ros_graph.stop()
     assert live["status"] == "completed", (live, ros_graph.log("world"))
     assert live["rejected_plans"] == 0  # no reference refused by the pilot
     assert world_rejections(ros_graph) == 0, ros_graph.log("world")
-    embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION,
-                        *delayed(MARGIN_S))
+    embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION, *delayed(MARGIN_S))
     for key in ("rmse_position_m", "rmse_orientation_deg"):
         assert 0.85 * embedded[key] <= live[key] <= 1.15 * embedded[key], (
-            key, live, embedded, ros_graph.log("world"))
+            key,
+            live,
+            embedded,
+            ros_graph.log("world"),
+        )
     # the world waited for the plans of (nearly) every decision: 120 in 12 s
     line = next(line for line in ros_graph.log("world").splitlines() if "lockstep waits" in line)
     assert int(line.split("lockstep waits:")[1].split(";")[0]) >= 100, line
@@ -75,17 +84,21 @@ def test_world_flies_the_onboard_imu_and_estimate(ros_graph):
     0.0055 / 0.47 without the IMU)."""
     imu = ["--set", "imu.enabled=true"]
     ros_graph.cableload("world", "world", "--lockstep", "--seed", "3", *imu)
-    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration",
-                    DURATION, *imu)
+    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration", DURATION, *imu)
     ros_graph.stop()
     assert live["status"] == "completed", (live, ros_graph.log("world"))
     assert "onboard IMU and estimate (seed 3)" in ros_graph.log("world")
     assert world_rejections(ros_graph) == 0, ros_graph.log("world")
-    embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION, "--seed",
-                        "3", *imu, *delayed(MARGIN_S))
+    embedded = simulate(
+        ros_graph, "--planner", "teacher", "--duration", DURATION, "--seed", "3", *imu, *delayed(MARGIN_S)
+    )
     for key in ("rmse_position_m", "rmse_orientation_deg"):
         assert 0.5 * embedded[key] <= live[key] <= 2.0 * embedded[key], (
-            key, live, embedded, ros_graph.log("world"))
+            key,
+            live,
+            embedded,
+            ros_graph.log("world"),
+        )
 
 
 @pytest.mark.realtime
@@ -96,15 +109,28 @@ def test_teacher_in_real_time_through_the_replacing_pilot(ros_graph):
     failed by 0.1 % once in a clean CI run. The replacing queue takes every whole plan (2 s
     long): nothing short of a 1.8 s stall empties it."""
     ros_graph.cableload("world", "world", "--real-time-factor", "1", "--pilot-queue", "replace")
-    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration",
-                    DURATION, "--pilot-queue", "replace")
+    live = simulate(
+        ros_graph,
+        "--backend",
+        "gazebo",
+        "--planner",
+        "teacher",
+        "--duration",
+        DURATION,
+        "--pilot-queue",
+        "replace",
+    )
     embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION)
     assert live["status"] == "completed", (live, ros_graph.log("world"))
     assert live["rejected_plans"] == 0
     assert live["real_time_factor"] <= 1.05  # paced: never faster than asked (slower if starved)
     for key in ("rmse_position_m", "rmse_orientation_deg"):
         assert 0.5 * embedded[key] <= live[key] <= 1.35 * embedded[key], (
-            key, live, embedded, ros_graph.log("world"))
+            key,
+            live,
+            embedded,
+            ros_graph.log("world"),
+        )
     ros_graph.stop()
     assert world_rejections(ros_graph) == 0, ros_graph.log("world")
     assert world_counts(ros_graph, "queue ran dry") == ["0", "0", "0"], ros_graph.log("world")
@@ -112,16 +138,14 @@ def test_teacher_in_real_time_through_the_replacing_pilot(ros_graph):
 
 def world_counts(ros_graph, what: str) -> list[str]:
     """Per quadrotor, the world's count ``what`` from its summary at exit."""
-    line = next(line for line in ros_graph.log("world").splitlines()
-                if "accepted/rejected" in line)
+    line = next(line for line in ros_graph.log("world").splitlines() if "accepted/rejected" in line)
     counts = line.split(f"{what}:")[1].split(";")[0]
     return [part.split()[1] for part in counts.split(",")]
 
 
 def world_rejections(ros_graph) -> int:
     """References the world's pilots rejected."""
-    return sum(int(count.split("/")[1]) for count in world_counts(ros_graph,
-                                                                  "accepted/rejected"))
+    return sum(int(count.split("/")[1]) for count in world_counts(ros_graph, "accepted/rejected"))
 
 
 def node_subscriptions(state: dict) -> dict[str, set[str]]:
@@ -144,35 +168,67 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
     require(shutil.which("rosbag") is not None, "needs rosbag: sudo apt-get install ros-core")
     ros_graph.cableload("world", "world", "--lockstep")
     for i in range(3):
-        ros_graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i),
-                            "--runtime", "onnx", "--policy", SPECIALIST)
+        ros_graph.cableload(
+            f"node{i}",
+            "node",
+            "--planner",
+            "student",
+            "--uav",
+            str(i),
+            "--runtime",
+            "onnx",
+            "--policy",
+            SPECIALIST,
+        )
     ros_graph.wait_for(
-        lambda: len([node for node in ros_graph.master_state()["subscribers"].get(
-            "/cableload/load/reference_horizon", []) if node.startswith("/cableload_student_")])
-        == 3, 120, "three student nodes")
-    topics = [f"/{q}/agiros_pilot/{k}" for q in QUADS for k in ("state", "odometry",
-                                                                 "trajectory")]
-    topics += ["/mocap/load/pose", "/cableload/load/odometry", "/cableload/load/reference",
-               "/cableload/cable_tension", "/cableload/config", "/cableload/metrics"]
+        lambda: (
+            len(
+                [
+                    node
+                    for node in ros_graph.master_state()["subscribers"].get(
+                        "/cableload/load/reference_horizon", []
+                    )
+                    if node.startswith("/cableload_student_")
+                ]
+            )
+            == 3
+        ),
+        120,
+        "three student nodes",
+    )
+    topics = [f"/{q}/agiros_pilot/{k}" for q in QUADS for k in ("state", "odometry", "trajectory")]
+    topics += [
+        "/mocap/load/pose",
+        "/cableload/load/odometry",
+        "/cableload/load/reference",
+        "/cableload/cable_tension",
+        "/cableload/config",
+        "/cableload/metrics",
+    ]
     bag = tmp_path / "nodes.bag"
     ros_graph.start("rosbag", ["rosbag", "record", "-O", str(bag), *topics])
 
     # each node subscribes to its own quadrotor's topics, the load's pose and the reference
     subscriptions = node_subscriptions(ros_graph.master_state())
-    students = {node: topics_ for node, topics_ in subscriptions.items()
-                if node.startswith("/cableload_student_")}
+    students = {
+        node: topics_ for node, topics_ in subscriptions.items() if node.startswith("/cableload_student_")
+    }
     assert len(students) == 3, subscriptions
     for node, subscribed in students.items():
         own = next(q for q in QUADS if node.startswith(f"/cableload_student_{q}"))
-        allowed = {f"/{own}/agiros_pilot/state", f"/{own}/agiros_pilot/telemetry",
-                   "/mocap/load/pose", "/cableload/load/reference_horizon", "/clock"}
+        allowed = {
+            f"/{own}/agiros_pilot/state",
+            f"/{own}/agiros_pilot/telemetry",
+            "/mocap/load/pose",
+            "/cableload/load/reference_horizon",
+            "/clock",
+        }
         assert subscribed <= allowed, (node, subscribed - allowed)
         others = [t for t in subscribed if any(t.startswith(f"/{q}/") for q in QUADS if q != own)]
         assert not others, (node, others)
         assert f"/{own}/agiros_pilot/state" in subscribed
 
-    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "nodes", "--duration",
-                    NODES_DURATION)
+    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "nodes", "--duration", NODES_DURATION)
     assert live["status"] == "completed", (live, ros_graph.log("node0"))
     assert live["node_plans_min"] >= 0.8 * float(NODES_DURATION) * 10  # about 10 Hz from every node
     time.sleep(0.5)
@@ -181,11 +237,25 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
     ros_graph.stop()  # the world and the nodes: what follows needs the cores, not the master
     assert world_rejections(ros_graph) == 0, ros_graph.log("world")
 
-    embedded = simulate(ros_graph, "--planner", "student", "--runtime", "onnx", "--duration",
-                        NODES_DURATION, "--policy", SPECIALIST, *delayed(STUDENT_MARGIN_S))
+    embedded = simulate(
+        ros_graph,
+        "--planner",
+        "student",
+        "--runtime",
+        "onnx",
+        "--duration",
+        NODES_DURATION,
+        "--policy",
+        SPECIALIST,
+        *delayed(STUDENT_MARGIN_S),
+    )
     for key in ("rmse_position_m", "rmse_orientation_deg"):
         assert 0.8 * embedded[key] <= live[key] <= 1.25 * embedded[key], (
-            key, live, embedded, ros_graph.log("world"))
+            key,
+            live,
+            embedded,
+            ros_graph.log("world"),
+        )
     recorded = ros_graph.run("metrics", str(bag), "--json")
     assert recorded.returncode == 0, recorded.stderr
     metrics = last_json(recorded.stdout)
@@ -201,17 +271,34 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
 @pytest.mark.parametrize("victim", ["world", "master"])
 def test_killing_the_world_or_the_master_ends_the_episode_as_backend_failed(ros_graph, victim):
     ros_graph.cableload("world", "world", "--real-time-factor", "1")
-    driver = ros_graph.cableload("driver", "simulate", "--backend", "gazebo", "--planner",
-                                 "formation", "--trajectory", "eight-slow", "--duration", "60",
-                                 "--json")
+    driver = ros_graph.cableload(
+        "driver",
+        "simulate",
+        "--backend",
+        "gazebo",
+        "--planner",
+        "formation",
+        "--trajectory",
+        "eight-slow",
+        "--duration",
+        "60",
+        "--json",
+    )
     ros_graph.wait_for(
-        lambda: "/cableload/load/reference" in ros_graph.master_state()["publishers"], 60,
-        "the driver's episode")
+        lambda: "/cableload/load/reference" in ros_graph.master_state()["publishers"],
+        60,
+        "the driver's episode",
+    )
     # its first reference sample: the set-up (pilots armed, hover settled) is over, however
     # long it took on a loaded machine
     require(shutil.which("rostopic") is not None, "needs rostopic: sudo apt-get install ros-core")
-    subprocess.run(["rostopic", "echo", "-n", "1", "/cableload/load/reference"],
-                   env=ros_graph.env, capture_output=True, timeout=60, check=True)
+    subprocess.run(
+        ["rostopic", "echo", "-n", "1", "/cableload/load/reference"],
+        env=ros_graph.env,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     time.sleep(3.0)  # the episode is under way
     killed_at = time.monotonic()
     ros_graph.kill(victim)
@@ -239,14 +326,30 @@ def test_launch_file_runs_world_nodes_and_rosbag_for_n_quadrotors(ros_graph, tmp
 
     require(shutil.which("roslaunch") is not None, "needs roslaunch: sudo apt-get install ros-core")
     repo = Path(__file__).resolve().parents[2]
-    env = {**ros_graph.env, "CABLELOAD_PYTHON": sys.executable,
-           "ROS_PACKAGE_PATH": os.pathsep.join(filter(None, [
-               str(repo / "ros"), ros_graph.env.get("ROS_PACKAGE_PATH", "")]))}
+    env = {
+        **ros_graph.env,
+        "CABLELOAD_PYTHON": sys.executable,
+        "ROS_PACKAGE_PATH": os.pathsep.join(
+            filter(None, [str(repo / "ros"), ros_graph.env.get("ROS_PACKAGE_PATH", "")])
+        ),
+    }
     bag = tmp_path / "launch.bag"
     done = subprocess.run(
-        ["roslaunch", str(repo / "ros/cableload/launch/multilift.launch"), "n:=4",
-         "planner:=formation", "trajectory:=eight-slow", "duration:=6", f"bag:={bag}"],
-        env=env, capture_output=True, text=True, timeout=240, start_new_session=True)
+        [
+            "roslaunch",
+            str(repo / "ros/cableload/launch/multilift.launch"),
+            "n:=4",
+            "planner:=formation",
+            "trajectory:=eight-slow",
+            "duration:=6",
+            f"bag:={bag}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        start_new_session=True,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     episode = last_json(done.stdout)
     assert episode["status"] == "completed", episode
@@ -264,8 +367,7 @@ def test_a_signalled_world_ends_its_loop_and_reports(ros_graph, sig):
     its lock, once ended a CI run's world on ``RuntimeError: cannot release un-acquired
     lock``, before the summary the tests read.)"""
     world = ros_graph.cableload("world", "world", "--real-time-factor", "1")
-    ros_graph.wait_for(lambda: "/clock" in ros_graph.master_state()["publishers"], 60,
-                       "the world's clock")
+    ros_graph.wait_for(lambda: "/clock" in ros_graph.master_state()["publishers"], 60, "the world's clock")
     time.sleep(1.0)  # publishing at its rates
     ros_graph.kill("world", sig)
     assert world.returncode == 0, ros_graph.log("world")

@@ -28,10 +28,10 @@ def make_world(config, link: LinkParams | None, flying: bool) -> tuple[WorldNode
         if flying:
             world.receive(i, "start", None)
     world.step_slice()
-    assert all(p.state is (PilotState.HOVER if flying else PilotState.ENABLED)
-               for p in world.pilots)
+    assert all(p.state is (PilotState.HOVER if flying else PilotState.ENABLED) for p in world.pilots)
     handed = []
     for pilot in world.pilots:
+
         def recorded(ref, now, offer=pilot.offer):
             handed.append(world.clock)
             return offer(ref, now)
@@ -70,10 +70,8 @@ def test_a_lost_reference_never_reaches_the_pilot(paper_config, flying):
 
 @pytest.mark.parametrize("delay_s", [0.05, 0.037])
 @pytest.mark.parametrize("flying", [True, False])
-def test_a_late_reference_reaches_the_pilot_at_its_arrival_and_not_before(
-        paper_config, delay_s, flying):
-    world, handed = make_world(paper_config, link(delay_min_s=delay_s, delay_max_s=delay_s),
-                               flying)
+def test_a_late_reference_reaches_the_pilot_at_its_arrival_and_not_before(paper_config, delay_s, flying):
+    world, handed = make_world(paper_config, link(delay_min_s=delay_s, delay_max_s=delay_s), flying)
     received = world.clock  # the world takes it at the start of its next slice
     world.receive(0, "trajectory", reference_from_here(world, 0))
     for _ in range(SLICES):

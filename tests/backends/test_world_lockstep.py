@@ -40,9 +40,14 @@ def test_world_tracks_who_is_planning(paper_config):
     world.step_slice()
     assert world.plan_clocks == [None] * world.n  # no plan yet: nothing to wait for
     t = world.clock
-    reference = {"t": t + np.linspace(0.0, 1.0, 11), "p": np.zeros((11, 3)),
-                 "v": np.zeros((11, 3)), "a": np.zeros((11, 3)), "j": np.zeros((11, 3)),
-                 "w": np.zeros((11, 3))}
+    reference = {
+        "t": t + np.linspace(0.0, 1.0, 11),
+        "p": np.zeros((11, 3)),
+        "v": np.zeros((11, 3)),
+        "a": np.zeros((11, 3)),
+        "j": np.zeros((11, 3)),
+        "w": np.zeros((11, 3)),
+    }
     for i in range(world.n):
         world.receive(i, "trajectory", reference)
     assert world.plan_clocks == [t] * world.n

@@ -266,8 +266,9 @@ def _forces(b: Bodies, M: Model, wrench: np.ndarray, wind=(0.0, 0.0, 0.0)) -> Fo
 
     # cables: unilateral spring-dampers between the two attachment points
     c = cable_state(b, M, R)
-    tension = np.where(c.stretch > 0.0,
-                       np.maximum(M.stiffness * c.stretch + M.damping * c.length_rate, 0.0), 0.0)
+    tension = np.where(
+        c.stretch > 0.0, np.maximum(M.stiffness * c.stretch + M.damping * c.length_rate, 0.0), 0.0
+    )
     rho, s, u = M.load_attach, M.quad_attach, c.direction
     pull = tension[:, None] * u  # on the load, toward each quadrotor (world)
     force[0] += pull.sum(axis=0)
@@ -386,8 +387,9 @@ class _Integrator:
         self.forces = _forces(b, M, wrench, wind)  # the state's own velocities for damping
         self.mom = angular_momenta(b, M)
 
-    def step(self, rotor_cmd: np.ndarray, h: float, wrench_end: np.ndarray,
-             wind_end=(0.0, 0.0, 0.0)) -> Forces:
+    def step(
+        self, rotor_cmd: np.ndarray, h: float, wrench_end: np.ndarray, wind_end=(0.0, 0.0, 0.0)
+    ) -> Forces:
         M = self.M
         b, mom = _kick(self.bodies, self.mom, self.forces, M, 0.5 * h)
         b, mom = _drift(b, mom, M, h)
@@ -436,8 +438,7 @@ def plan_is_valid(plan: np.ndarray) -> bool:
 
 
 def _hermite(p0, m0, p1, m1, dt, s):
-    basis = np.array([2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2,
-                      s**3 - s**2])
+    basis = np.array([2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2])
     return basis @ np.stack([p0, dt * m0, p1, dt * m1])
 
 
@@ -460,8 +461,14 @@ def sample_plan(plan: np.ndarray, t: float, hint: int = 0):
     s = (t - times[j]) / dt
 
     def cubic(value, slope):
-        return _hermite(node0[value : value + 3], node0[slope : slope + 3],
-                        node1[value : value + 3], node1[slope : slope + 3], dt, s)
+        return _hermite(
+            node0[value : value + 3],
+            node0[slope : slope + 3],
+            node1[value : value + 3],
+            node1[slope : slope + 3],
+            dt,
+            s,
+        )
 
     def linear(field):
         return (1 - s) * node0[field : field + 3] + s * node1[field : field + 3]
@@ -564,8 +571,12 @@ def allocate(thrust: float, torque: np.ndarray, quad: QuadModel):
         f = f + shift
     clipped = bool(np.any((f < f_min) | (f > f_max)))
     f = np.clip(f, f_min, f_max)
-    info = dict(thrust_limited=thrust_limited != thrust, yaw_dropped=yaw_dropped,
-                thrust_shifted=shift != 0.0, rotor_clipped=clipped)
+    info = dict(
+        thrust_limited=thrust_limited != thrust,
+        yaw_dropped=yaw_dropped,
+        thrust_shifted=shift != 0.0,
+        rotor_clipped=clipped,
+    )
     return np.sqrt(f / quad.kf), info
 
 
@@ -668,8 +679,7 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t) -
     if compliance != 0.0:
         predict = tracking and not restart and cs[L.CS_PULL_SLOW + 2] < 0.0
         mu = -cs[L.CS_PULL_SLOW + 2] / g if predict else 0.0
-        pull = quad.mass * cs[acc] - cs[force_f] + quad.mass * g * np.array([0.0, 0.0, 1.0]) \
-            + mu * ref.a
+        pull = quad.mass * cs[acc] - cs[force_f] + quad.mass * g * np.array([0.0, 0.0, 1.0]) + mu * ref.a
         cs[pull_slow] += (1.0 if restart else gains[L.G_PULL_ALPHA]) * (pull - cs[pull_slow])
         fast_pull = pull - cs[pull_slow]
         axis = cs[pull_slow]
@@ -695,12 +705,12 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t) -
     thrust = F @ R[:, 2]  # the part of F the current thrust axis can give
 
     rate_cmd, info["upside_down"] = attitude_rate_command(
-        q, z_des, cs[heading], gains[L.G_ATT_GAIN], gains[L.G_YAW_GAIN])
+        q, z_des, cs[heading], gains[L.G_ATT_GAIN], gains[L.G_YAW_GAIN]
+    )
 
     # plan rates fed forward, then the tilt barrier
     lag = gains[L.G_RATE_LAG] + quad.motor_tau  # rate loop and filters, motors
-    rate_cmd, info["tilt_braked"] = tilt_barrier(R, rate_cmd + ref.rate, gains[L.G_MAX_TILT],
-                                                 0.25 / lag)
+    rate_cmd, info["tilt_braked"] = tilt_barrier(R, rate_cmd + ref.rate, gains[L.G_MAX_TILT], 0.25 / lag)
 
     # INDI body rates: tau = tau_filt + J (K_w (w_cmd - w) - alpha_filt)
     alpha_cmd = gains[_block(L.G_RATE_GAIN)] * (rate_cmd - w)
@@ -752,9 +762,29 @@ class AdvanceResult(NamedTuple):
     infos: list  # per controller update: list of each quadrotor's info dict
 
 
-def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step0, h, n_steps,
-            decimation, wrench, stats, log_every, log_x, log_tension,
-            fcache=None, wind=None, wind_dt=1.0) -> AdvanceResult:
+def advance(
+    x,
+    ctrl,
+    plans,
+    plan_status,
+    counters,
+    model,
+    cmodel,
+    gains,
+    n,
+    step0,
+    h,
+    n_steps,
+    decimation,
+    wrench,
+    stats,
+    log_every,
+    log_x,
+    log_tension,
+    fcache=None,
+    wind=None,
+    wind_dt=1.0,
+) -> AdvanceResult:
     """Twin of ``kernels.advance``; returns new arrays instead of writing in place.
 
     Per step k (global index step0 + k, time (step0 + k) h): the controllers first when the
@@ -778,30 +808,32 @@ def advance(x, ctrl, plans, plan_status, counters, model, cmodel, gains, n, step
     infos = []
     integ = _Integrator(unpack_state(x, n), M, wrench[0], wind_at(wind, wind_dt, step0 * h))
     if fcache is not None:
-        integ.forces = integ.forces._replace(force=np.array(fcache[:, :3], dtype=float),
-                                             torque=np.array(fcache[:, 3:], dtype=float))
+        integ.forces = integ.forces._replace(
+            force=np.array(fcache[:, :3], dtype=float), torque=np.array(fcache[:, 3:], dtype=float)
+        )
     for k in range(n_steps):
         step = step0 + k
         if step % decimation == 0:
             x_now = pack_state(integ.bodies)
             update_infos = []
             for i in range(n):
-                res = controller_update(x_now, i, ctrl[i], plans[i], plan_status, counters,
-                                        cmodel, gains, step * h)
+                res = controller_update(
+                    x_now, i, ctrl[i], plans[i], plan_status, counters, cmodel, gains, step * h
+                )
                 ctrl[i], plan_status, counters = res.cs, res.plan_status, res.counters
                 update_infos.append(res.info)
             infos.append(update_infos)
             stats = _sampled_statistics(stats, integ.bodies, M)
         rotor_cmd = ctrl[:, L.CS_ROTOR_CMD : L.CS_ROTOR_CMD + 4]
-        fr = integ.step(rotor_cmd, h, wrench[min(k, len(wrench) - 1)],
-                        wind_at(wind, wind_dt, (step + 1) * h))
+        fr = integ.step(rotor_cmd, h, wrench[min(k, len(wrench) - 1)], wind_at(wind, wind_dt, (step + 1) * h))
         stats = _slack_statistics(stats, fr.tension, h)
         if log_every > 0 and (step + 1) % log_every == 0 and rows < log_x.shape[0]:
             log_x[rows] = pack_state(integ.bodies)
             log_tension[rows] = fr.tension
             rows += 1
-    return AdvanceResult(pack_state(integ.bodies), ctrl, plan_status, counters, stats, rows,
-                         log_x, log_tension, infos)
+    return AdvanceResult(
+        pack_state(integ.bodies), ctrl, plan_status, counters, stats, rows, log_x, log_tension, infos
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -818,13 +850,22 @@ class Ball(NamedTuple):
 
 
 def unpack_ball(model: np.ndarray) -> Ball:
-    return Ball(*(float(model[k]) for k in (L.M_BALL_MASS, L.M_BALL_RADIUS, L.M_BALL_STIFFNESS,
-                                              L.M_BALL_DAMPING, L.M_BALL_FRICTION,
-                                              L.M_BALL_SLIP_SPEED)))
+    return Ball(
+        *(
+            float(model[k])
+            for k in (
+                L.M_BALL_MASS,
+                L.M_BALL_RADIUS,
+                L.M_BALL_STIFFNESS,
+                L.M_BALL_DAMPING,
+                L.M_BALL_FRICTION,
+                L.M_BALL_SLIP_SPEED,
+            )
+        )
+    )
 
 
-def ball_forces(x: np.ndarray, model: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray,
-                                                                      np.ndarray]:
+def ball_forces(x: np.ndarray, model: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(force on the ball (world), force on the load (world), torque on the load (body)) of
     the ball's weight and its wall contact: per load axis, the wall it penetrates pushes it
     back along the normal, ``max(0, k d + c d')``; on each touched wall, friction
@@ -835,22 +876,26 @@ def ball_forces(x: np.ndarray, model: np.ndarray, n: int) -> tuple[np.ndarray, n
     o = L.ball_offset(n)
     R = quat_to_matrix(x[L.LOAD_QUAT : L.LOAD_QUAT + 4])
     p = R.T @ (x[o + L.BALL_POS : o + L.BALL_POS + 3] - x[L.LOAD_POS : L.LOAD_POS + 3])
-    slip = R.T @ (x[o + L.BALL_VEL : o + L.BALL_VEL + 3] - x[L.LOAD_VEL : L.LOAD_VEL + 3]) \
-        - np.cross(x[L.LOAD_RATE : L.LOAD_RATE + 3], p)
+    slip = R.T @ (x[o + L.BALL_VEL : o + L.BALL_VEL + 3] - x[L.LOAD_VEL : L.LOAD_VEL + 3]) - np.cross(
+        x[L.LOAD_RATE : L.LOAD_RATE + 3], p
+    )
     u = p - M.box_centre
     upper = u + ball.radius - M.half_size  # penetration of the + walls
     lower = -u + ball.radius - M.half_size
-    normal = np.where(upper > 0, -np.maximum(ball.stiffness * upper + ball.damping * slip, 0.0),
-                      np.where(lower > 0, np.maximum(ball.stiffness * lower
-                                                     - ball.damping * slip, 0.0), 0.0))
+    normal = np.where(
+        upper > 0,
+        -np.maximum(ball.stiffness * upper + ball.damping * slip, 0.0),
+        np.where(lower > 0, np.maximum(ball.stiffness * lower - ball.damping * slip, 0.0), 0.0),
+    )
     contact = normal.copy()
     if ball.friction > 0.0:
         for k in range(3):
             if normal[k] != 0.0:
                 tangent = slip.copy()
                 tangent[k] = 0.0
-                contact += -ball.friction * abs(normal[k]) * tangent / max(
-                    np.linalg.norm(tangent), ball.slip_speed)
+                contact += (
+                    -ball.friction * abs(normal[k]) * tangent / max(np.linalg.norm(tangent), ball.slip_speed)
+                )
     world = R @ contact
     on_ball = world - np.array([0.0, 0.0, ball.mass * M.gravity])
     return on_ball, -world, np.cross(p, -contact)

@@ -24,8 +24,9 @@ def contact_points(model: np.ndarray, n: int) -> list[np.ndarray]:
     quadrotor's 4 landing points."""
     centre = model[L.M_LOAD_BOX_CENTRE : L.M_LOAD_BOX_CENTRE + 3]
     half = model[L.M_LOAD_HALF_SIZE : L.M_LOAD_HALF_SIZE + 3]
-    signs = np.array([[(c & 1) * 2 - 1, (c >> 1 & 1) * 2 - 1, (c >> 2 & 1) * 2 - 1]
-                      for c in range(8)], dtype=float)
+    signs = np.array(
+        [[(c & 1) * 2 - 1, (c >> 1 & 1) * 2 - 1, (c >> 2 & 1) * 2 - 1] for c in range(8)], dtype=float
+    )
     points = [centre + signs * half]
     for i in range(n):
         qm = L.quad_model_offset(i)
@@ -60,8 +61,7 @@ def cable_snaps(x: np.ndarray, model: np.ndarray, n: int, h: float, inertia: np.
     the last step of h; ``inertia`` (n+1, 3) principal moments. Returns (x, total impulse)."""
     x = x.copy()
     offsets, p, R, v, w = _bodies(x, n)
-    mass = np.array([model[L.M_LOAD_MASS]]
-                    + [model[L.quad_model_offset(i) + L.QM_MASS] for i in range(n)])
+    mass = np.array([model[L.M_LOAD_MASS]] + [model[L.quad_model_offset(i) + L.QM_MASS] for i in range(n)])
     mom = w * inertia
     total = 0.0
     for sweep in range(3):

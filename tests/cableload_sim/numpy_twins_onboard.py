@@ -65,8 +65,11 @@ def onboard_update(x, i, cs, model, force_i, update, dt):
     mass = model[L.quad_model_offset(i) + L.QM_MASS]
     R_true = quat_to_matrix(q_true)
     gyro = w_true + cs[block(L.CS_IMU_GYRO_BIAS)] + model[L.M_IMU_GYRO_STD] * _noise(seed, base, 0)
-    accel = R_true.T @ (force_i / mass + np.array([0.0, 0.0, g])) \
-        + cs[block(L.CS_IMU_ACCEL_BIAS)] + model[L.M_IMU_ACCEL_STD] * _noise(seed, base, 3)
+    accel = (
+        R_true.T @ (force_i / mass + np.array([0.0, 0.0, g]))
+        + cs[block(L.CS_IMU_ACCEL_BIAS)]
+        + model[L.M_IMU_ACCEL_STD] * _noise(seed, base, 3)
+    )
     w = gyro - cs[block(L.CS_EST_GYRO_BIAS)]
     f = accel - cs[block(L.CS_EST_ACCEL_BIAS)]
     q = cs[block(L.CS_EST_QUAT, 4)]
@@ -80,8 +83,9 @@ def onboard_update(x, i, cs, model, force_i, update, dt):
         slot = L.CS_EST_PENDING + L.PENDING_SIZE * ((update // every) % L.PENDING_SLOTS)
         cs[slot + L.PENDING_USE] = update + model[L.M_IMU_CAPTURE_DELAY]
         p_m = p_true + cs[block(L.CS_MOCAP_POS_BIAS)] + model[L.M_IMU_POS_STD] * _noise(seed, base, 6)
-        q_m = quat_multiply(q_true, quat_exp(cs[block(L.CS_MOCAP_ATT_BIAS)]
-                                             + model[L.M_IMU_ATT_STD] * _noise(seed, base, 9)))
+        q_m = quat_multiply(
+            q_true, quat_exp(cs[block(L.CS_MOCAP_ATT_BIAS)] + model[L.M_IMU_ATT_STD] * _noise(seed, base, 9))
+        )
         cs[block(slot + L.PENDING_POS)] = p_m - p
         cs[block(slot + L.PENDING_ATT)] = quat_log(_short(quat_multiply(q * [1, -1, -1, -1], q_m)))
     for s in range(L.PENDING_SLOTS):

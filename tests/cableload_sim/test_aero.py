@@ -31,13 +31,11 @@ RHO = 1.225
 LOAD_CD = 1.05
 FRAME = (0.005, 0.005, 0.01)
 K_D = 5.0e-5
-PAPER_DRAG = AeroParams(load_drag_coeff=1.05, quadrotor_drag=(0.005, 0.005, 0.01),
-                        rotor_drag_coeff=5.0e-5)
+PAPER_DRAG = AeroParams(load_drag_coeff=1.05, quadrotor_drag=(0.005, 0.005, 0.01), rotor_drag_coeff=5.0e-5)
 """The coefficients paper.toml sets."""
 
 
-AERO = AeroParams(air_density=RHO, load_drag_coeff=LOAD_CD, quadrotor_drag=FRAME,
-                  rotor_drag_coeff=K_D)
+AERO = AeroParams(air_density=RHO, load_drag_coeff=LOAD_CD, quadrotor_drag=FRAME, rotor_drag_coeff=K_D)
 
 
 def drag_only(x, system, wind):
@@ -53,8 +51,7 @@ def drag_only(x, system, wind):
     return out[0][0] - out[1][0], out[0][1] - out[1][1]
 
 
-def level_state(sim, load_vel=(0.0, 0.0, 0.0), quad_vel=(0.0, 0.0, 0.0), yaw_rate=0.0,
-                rotor=1500.0):
+def level_state(sim, load_vel=(0.0, 0.0, 0.0), quad_vel=(0.0, 0.0, 0.0), yaw_rate=0.0, rotor=1500.0):
     """The hover state, every body level (identity attitude), with the given velocities."""
     x = sim.x.copy()
     x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4] = [1.0, 0.0, 0.0, 0.0]
@@ -100,8 +97,7 @@ def test_drag_on_a_quadrotor_is_frame_plus_rotor_drag():
     np.testing.assert_allclose(force[1:], [[0.0, 0.0, -0.01]] * 3, atol=1e-12)
     force, torque = drag_only(level_state(sim, yaw_rate=2.0), sim.simulated, (0, 0, 0))
     np.testing.assert_allclose(force[1:], 0.0, atol=1e-12)
-    np.testing.assert_allclose(torque[1:], [[0.0, 0.0, -4 * 5e-5 * 1500 * 2.0 * 0.15**2]] * 3,
-                               atol=1e-12)
+    np.testing.assert_allclose(torque[1:], [[0.0, 0.0, -4 * 5e-5 * 1500 * 2.0 * 0.15**2]] * 3, atol=1e-12)
 
 
 def test_hovering_system_in_a_steady_wind_leans_into_it():
@@ -165,20 +161,55 @@ def test_closed_loop_in_turbulent_wind_matches_twin():
     n, steps = 3, 200
     sim, x, plans, status, wrench = loop_inputs(n, 950, steps)
     model = layout.pack_model(sim.simulated, AERO)
-    field = WindField(WindParams(mean=(2.0, 1.0, 0.0), turbulence_sigma=(1.5, 1.5, 0.7)),
-                      np.random.default_rng(3))
+    field = WindField(
+        WindParams(mean=(2.0, 1.0, 0.0), turbulence_sigma=(1.5, 1.5, 0.7)), np.random.default_rng(3)
+    )
     field.cover(steps * sim.h)
     sim.wind = field
-    k = kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps, wrench,
-                       model=model)
-    tw = twin.advance(x, sim.ctrl, plans, status, sim.counters, model, sim.cmodel, sim.gains, n,
-                      0, sim.h, steps, sim.decimation, wrench, layout.new_stats(n), 0,
-                      np.empty((0, x.size)), np.empty((0, n)), wind=field.samples,
-                      wind_dt=field.dt)
+    k = kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps, wrench, model=model)
+    tw = twin.advance(
+        x,
+        sim.ctrl,
+        plans,
+        status,
+        sim.counters,
+        model,
+        sim.cmodel,
+        sim.gains,
+        n,
+        0,
+        sim.h,
+        steps,
+        sim.decimation,
+        wrench,
+        layout.new_stats(n),
+        0,
+        np.empty((0, x.size)),
+        np.empty((0, n)),
+        wind=field.samples,
+        wind_dt=field.dt,
+    )
     assert_states_close(k["x"], tw.x, n, 1e-9, "x")
-    calm = twin.advance(x, sim.ctrl, plans, status, sim.counters, model, sim.cmodel, sim.gains,
-                        n, 0, sim.h, steps, sim.decimation, wrench, layout.new_stats(n), 0,
-                        np.empty((0, x.size)), np.empty((0, n)))
+    calm = twin.advance(
+        x,
+        sim.ctrl,
+        plans,
+        status,
+        sim.counters,
+        model,
+        sim.cmodel,
+        sim.gains,
+        n,
+        0,
+        sim.h,
+        steps,
+        sim.decimation,
+        wrench,
+        layout.new_stats(n),
+        0,
+        np.empty((0, x.size)),
+        np.empty((0, n)),
+    )
     assert np.abs(calm.x - tw.x).max() > 1e-4  # the wind made a difference
 
 
@@ -195,8 +226,12 @@ def test_dryden_turbulence_has_its_variance_and_correlation():
     has its standard deviation (within 8 %, the estimate's spread over ~1000 correlation
     times); u's autocorrelation at lag T is exp(-1); v's, (1 - tau / 2T) exp(-tau / T), is 0.18
     at T and crosses zero at 2T."""
-    params = WindParams(mean=(0.0, 10.0, 0.0), turbulence_sigma=(1.2, 0.8, 0.5),
-                        turbulence_length=(5.0, 5.0, 5.0), sample_dt=0.01)
+    params = WindParams(
+        mean=(0.0, 10.0, 0.0),
+        turbulence_sigma=(1.2, 0.8, 0.5),
+        turbulence_length=(5.0, 5.0, 5.0),
+        sample_dt=0.01,
+    )
     d = component_series(WindField(params, np.random.default_rng(11)), 1000.0)
     np.testing.assert_allclose(d.std(axis=0), [1.2, 0.8, 0.5], rtol=0.08)
     lag = 50  # T = 0.5 s
@@ -208,8 +243,11 @@ def test_dryden_turbulence_has_its_variance_and_correlation():
     assert corr(d[:, 1], lag) == pytest.approx(0.5 * math.exp(-1.0), abs=0.05)
     assert corr(d[:, 1], 2 * lag) == pytest.approx(0.0, abs=0.05)
     # u along the steady wind (world y here), w vertical
-    np.testing.assert_allclose(params.mean + 1.2 * np.eye(3)[0] @ WindField(
-        params, np.random.default_rng(0)).axes, [0.0, 11.2, 0.0], atol=1e-12)
+    np.testing.assert_allclose(
+        params.mean + 1.2 * np.eye(3)[0] @ WindField(params, np.random.default_rng(0)).axes,
+        [0.0, 11.2, 0.0],
+        atol=1e-12,
+    )
 
 
 def test_wind_is_seeded_and_leaves_global_random_state_alone():
@@ -227,8 +265,13 @@ def test_wind_is_seeded_and_leaves_global_random_state_alone():
 
 def test_wind_at_interpolates_and_holds():
     wind = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 4.0], [3.0, 0.0, 0.0]])
-    for t, expected in ((0.0, [0, 0, 0]), (0.05, [0.5, -1.0, 2.0]), (0.15, [2.0, -1.0, 2.0]),
-                        (0.2, [3, 0, 0]), (7.0, [3, 0, 0])):
+    for t, expected in (
+        (0.0, [0, 0, 0]),
+        (0.05, [0.5, -1.0, 2.0]),
+        (0.15, [2.0, -1.0, 2.0]),
+        (0.2, [3, 0, 0]),
+        (7.0, [3, 0, 0]),
+    ):
         np.testing.assert_allclose(run_wind_at(wind, 0.1, t), expected, atol=1e-12)
         np.testing.assert_allclose(twin.wind_at(wind, 0.1, t), expected, atol=1e-12)
 
@@ -250,8 +293,7 @@ def paper_dict():
     import tomllib
     from importlib import resources
 
-    return tomllib.loads(resources.files("cableload_sim.configs").joinpath("paper.toml")
-                        .read_text())
+    return tomllib.loads(resources.files("cableload_sim.configs").joinpath("paper.toml").read_text())
 
 
 def test_paper_config_has_drag_on_and_wind_off():
@@ -261,16 +303,19 @@ def test_paper_config_has_drag_on_and_wind_off():
     assert not config.wind.turbulent() and not any(config.wind.mean)
 
 
-@pytest.mark.parametrize("table, key, value, expected", [
-    ("aero", "load_drag_coeff", -1.0, "non-negative"),
-    ("aero", "quadrotor_drag", [0.01, 0.01], "list of 3"),
-    ("aero", "air_density", 0.0, "positive"),
-    ("aero", "drag", 1.0, "unknown key"),
-    ("wind", "turbulence_sigma", [1.0, -1.0, 0.0], "non-negative"),
-    ("wind", "turbulence_length", [1.0, 0.0, 1.0], "positive"),
-    ("wind", "sample_dt", 0.5, "at most 0.1"),
-    ("wind", "seed", -1, ">= 0"),
-])
+@pytest.mark.parametrize(
+    "table, key, value, expected",
+    [
+        ("aero", "load_drag_coeff", -1.0, "non-negative"),
+        ("aero", "quadrotor_drag", [0.01, 0.01], "list of 3"),
+        ("aero", "air_density", 0.0, "positive"),
+        ("aero", "drag", 1.0, "unknown key"),
+        ("wind", "turbulence_sigma", [1.0, -1.0, 0.0], "non-negative"),
+        ("wind", "turbulence_length", [1.0, 0.0, 1.0], "positive"),
+        ("wind", "sample_dt", 0.5, "at most 0.1"),
+        ("wind", "seed", -1, ">= 0"),
+    ],
+)
 def test_bad_aero_and_wind_values_are_refused(table, key, value, expected):
     data = paper_dict()
     data.setdefault(table, {})[key] = value
@@ -282,8 +327,11 @@ def test_bad_aero_and_wind_values_are_refused(table, key, value, expected):
 def test_simulator_turbulence_follows_its_generator():
     """The simulator's wind comes from the generator it is given: the same seed flies the same
     bits, another seed another flight; reset draws a new realization."""
-    config = dataclasses.replace(load_config(), aero=PAPER_DRAG, wind=WindParams(
-        mean=(2.0, 0.0, 0.0), turbulence_sigma=(1.0, 1.0, 0.5)))
+    config = dataclasses.replace(
+        load_config(),
+        aero=PAPER_DRAG,
+        wind=WindParams(mean=(2.0, 0.0, 0.0), turbulence_sigma=(1.0, 1.0, 0.5)),
+    )
 
     def flight(seed):
         sim = Simulator(config, rng=np.random.default_rng(seed))

@@ -96,8 +96,10 @@ def test_momentum_conserved_with_the_ball_bouncing_in_the_box():
     # it did bounce: the ball's velocity relative to the load changed direction many times
     rel = log_x[:, o + 3 : o + 6] - log_x[:, layout.LOAD_VEL : layout.LOAD_VEL + 3]
     assert np.sum(np.diff(np.sign(rel[:, 0])) != 0) >= 4
-    print(f"momentum error: linear {worst_lin:.2e} of {np.linalg.norm(lin0):.3g}, angular "
-          f"{worst_ang:.2e} of {np.linalg.norm(ang0):.3g}")
+    print(
+        f"momentum error: linear {worst_lin:.2e} of {np.linalg.norm(lin0):.3g}, angular "
+        f"{worst_ang:.2e} of {np.linalg.norm(ang0):.3g}"
+    )
 
 
 def run_physics_model(system, model, x, steps, h=1e-3, log_every=10):
@@ -106,13 +108,29 @@ def run_physics_model(system, model, x, steps, h=1e-3, log_every=10):
     plans, status = layout.empty_plans(n)
     fcache, fvalid = layout.empty_force_cache(n)
     log_x = np.empty((steps // log_every, x.size))
-    sys_ = layout.SimModel(physics=model, nominal=model, gains=np.zeros(layout.G_SIZE), n=n,
-                           h=h, decimation=NO_CONTROLLER, wind=layout.still_air(), wind_dt=1.0)
-    data = layout.SimData(x=x.copy(), ctrl=np.zeros((n, layout.CS_SIZE)), plans=plans,
-                          plan_status=status, counters=np.zeros((n, layout.K_SIZE)),
-                          stats=layout.new_stats(n), fcache=fcache, fvalid=fvalid)
-    kernels.advance(sys_, data, 1, steps, np.zeros((1, 6)),
-                    layout.SimLog(log_every, log_x, np.empty((log_x.shape[0], n))))
+    sys_ = layout.SimModel(
+        physics=model,
+        nominal=model,
+        gains=np.zeros(layout.G_SIZE),
+        n=n,
+        h=h,
+        decimation=NO_CONTROLLER,
+        wind=layout.still_air(),
+        wind_dt=1.0,
+    )
+    data = layout.SimData(
+        x=x.copy(),
+        ctrl=np.zeros((n, layout.CS_SIZE)),
+        plans=plans,
+        plan_status=status,
+        counters=np.zeros((n, layout.K_SIZE)),
+        stats=layout.new_stats(n),
+        fcache=fcache,
+        fvalid=fvalid,
+    )
+    kernels.advance(
+        sys_, data, 1, steps, np.zeros((1, 6)), layout.SimLog(log_every, log_x, np.empty((log_x.shape[0], n)))
+    )
     return log_x, None, None
 
 
@@ -130,12 +148,15 @@ def test_the_ball_rests_on_the_floor_of_a_hovering_load():
     assert abs(sim.x[2] - 1.0) < 0.01
 
 
-@pytest.mark.parametrize("table, match", [
-    ({"radius": 0.08}, r"ball\.radius: expected a ball that fits in the load's box"),
-    ({"stiffness": 1e6}, r"ball\.stiffness: 1000000\.0 N/m on 0\.6 kg bounces at 1291 rad/s"),
-    ({"mass": 0.0}, r"ball\.mass: expected a positive number, got 0\.0"),
-    ({"enabled": 1}, r"ball\.enabled: expected true or false"),
-])
+@pytest.mark.parametrize(
+    "table, match",
+    [
+        ({"radius": 0.08}, r"ball\.radius: expected a ball that fits in the load's box"),
+        ({"stiffness": 1e6}, r"ball\.stiffness: 1000000\.0 N/m on 0\.6 kg bounces at 1291 rad/s"),
+        ({"mass": 0.0}, r"ball\.mass: expected a positive number, got 0\.0"),
+        ({"enabled": 1}, r"ball\.enabled: expected true or false"),
+    ],
+)
 def test_bad_ball_is_refused(table, match):
     with pytest.raises(ConfigError, match=match):
         config_from_dict({"load": {}, "ball": {"enabled": True, **table}})

@@ -38,8 +38,9 @@ def test_a_long_hover_drains_the_battery_and_the_thrust_left_falls_with_it():
     assert soc[0] - soc[-1] == pytest.approx(drawn / battery.capacity_ah, rel=2e-3)
     assert 0.4 < soc[0] - soc[-1] < 0.9
     # the thrust available, from the voltage: lower as the charge falls
-    available = 4 * rotor.thrust_coeff * (rotor.speed_max * np.minimum(
-        1.0, volt / battery.nominal_voltage())) ** 2
+    available = (
+        4 * rotor.thrust_coeff * (rotor.speed_max * np.minimum(1.0, volt / battery.nominal_voltage())) ** 2
+    )
     assert available[0] > 15.0 and available[-1] < 14.0
     assert np.all(np.diff(available[::100]) < 0)
     # while it exceeds the ~14 N this quadrotor's hover needs by a margin, the load holds
@@ -48,9 +49,11 @@ def test_a_long_hover_drains_the_battery_and_the_thrust_left_falls_with_it():
     assert holding[-1] > 1.0
     held = log.x[log.t <= holding[-1], 2]
     assert np.abs(held - 1.0).max() < 0.01
-    print(f"soc {soc[0]:.3f} -> {soc[-1]:.3f}; V {volt[0]:.2f} -> {volt[-1]:.2f} V; "
-          f"I {current[0]:.1f} -> {current[-1]:.1f} A; available thrust {available[0]:.2f} -> "
-          f"{available[-1]:.2f} N")
+    print(
+        f"soc {soc[0]:.3f} -> {soc[-1]:.3f}; V {volt[0]:.2f} -> {volt[-1]:.2f} V; "
+        f"I {current[0]:.1f} -> {current[-1]:.1f} A; available thrust {available[0]:.2f} -> "
+        f"{available[-1]:.2f} N"
+    )
 
 
 def test_an_empty_battery_caps_the_rotors_and_the_load_comes_down():
@@ -63,18 +66,22 @@ def test_an_empty_battery_caps_the_rotors_and_the_load_comes_down():
     for i in range(3):
         o = layout.battery_offset(3, 0, i)
         top = 2500.0 * log.x[:-1, o + layout.BATT_VOLTAGE] / config.battery.nominal_voltage()
-        w = log.x[1:, layout.quad_offset(i) + layout.QUAD_ROTOR :
-                  layout.quad_offset(i) + layout.QUAD_ROTOR + 4]
+        w = log.x[
+            1:, layout.quad_offset(i) + layout.QUAD_ROTOR : layout.quad_offset(i) + layout.QUAD_ROTOR + 4
+        ]
         assert np.all((w.max(axis=1) <= top + 25.0)[20:])  # the cap, after the start's lag
     assert sim.x[2] < 0.8
 
 
-@pytest.mark.parametrize("table, match", [
-    ({"efficiency": 1.5}, r"battery\.efficiency: expected a fraction in \(0, 1\], got 1\.5"),
-    ({"cells": 0}, r"battery\.cells: expected an integer from 1 to 14, got 0"),
-    ({"cell_ocv": [3.0] * 11}, r"battery\.cell_ocv: expected voltages rising with the charge"),
-    ({"capacity_ah": -1}, r"battery\.capacity_ah: expected a positive number, got -1"),
-])
+@pytest.mark.parametrize(
+    "table, match",
+    [
+        ({"efficiency": 1.5}, r"battery\.efficiency: expected a fraction in \(0, 1\], got 1\.5"),
+        ({"cells": 0}, r"battery\.cells: expected an integer from 1 to 14, got 0"),
+        ({"cell_ocv": [3.0] * 11}, r"battery\.cell_ocv: expected voltages rising with the charge"),
+        ({"capacity_ah": -1}, r"battery\.capacity_ah: expected a positive number, got -1"),
+    ],
+)
 def test_bad_battery_is_refused(table, match):
     with pytest.raises(ConfigError, match=match):
         config_from_dict({"load": {}, "battery": table})

@@ -18,8 +18,10 @@ def run_json(capsys, argv):
 
 
 def test_simulate_json_keys(capsys):
-    code, data = run_json(capsys, ["simulate", "--planner", "formation", "--trajectory",
-                                   "eight-slow", "--duration", "3", "--json"])
+    code, data = run_json(
+        capsys,
+        ["simulate", "--planner", "formation", "--trajectory", "eight-slow", "--duration", "3", "--json"],
+    )
     assert code == 0
     for key in SIM_KEYS:
         assert key in data
@@ -29,12 +31,41 @@ def test_simulate_json_keys(capsys):
 
 
 def test_simulate_track_and_options(capsys):
-    code, data = run_json(capsys, ["simulate", "--trajectory", "track:zandvoort", "--track-size",
-                                   "6", "--speed", "1.5", "--duration", "2", "--json"])
+    code, data = run_json(
+        capsys,
+        [
+            "simulate",
+            "--trajectory",
+            "track:zandvoort",
+            "--track-size",
+            "6",
+            "--speed",
+            "1.5",
+            "--duration",
+            "2",
+            "--json",
+        ],
+    )
     assert code == 0 and data["trajectory"].startswith("track:")
-    code, data = run_json(capsys, ["simulate", "--trajectory", "eight-slow", "-o", "ax=3",
-                                   "-o", "ay=3", "--uavs", "4", "--duration", "2", "--json",
-                                   "--orientation", "zero-sideslip"])
+    code, data = run_json(
+        capsys,
+        [
+            "simulate",
+            "--trajectory",
+            "eight-slow",
+            "-o",
+            "ax=3",
+            "-o",
+            "ay=3",
+            "--uavs",
+            "4",
+            "--duration",
+            "2",
+            "--json",
+            "--orientation",
+            "zero-sideslip",
+        ],
+    )
     assert code == 0
 
 
@@ -47,8 +78,17 @@ def test_simulate_table(capsys):
 def test_trajectories_lists_names(capsys):
     assert main(["trajectories"]) == 0
     out = capsys.readouterr().out
-    for name in ("eight-slow", "eight-medium", "eight-medium-plus", "eight-fast", "circle",
-                 "square", "hover", "pose-to-pose", "track"):
+    for name in (
+        "eight-slow",
+        "eight-medium",
+        "eight-medium-plus",
+        "eight-fast",
+        "circle",
+        "square",
+        "hover",
+        "pose-to-pose",
+        "track",
+    ):
         assert name in out
 
 
@@ -76,20 +116,27 @@ def test_bench_sim_json(capsys):
 
 
 def test_console_script_help_is_fast():
-    out = subprocess.run([sys.executable, "-m", "cableload_sim.cli", "--help"], capture_output=True,
-                         text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "cableload_sim.cli", "--help"], capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0 and "simulate" in out.stdout
     # --help imports neither numba nor the planners
     probe = subprocess.run(
-        [sys.executable, "-c", "import sys, cableload_sim.cli; "
-         "print('numba' in sys.modules, 'casadi' in sys.modules, 'torch' in sys.modules)"],
-        capture_output=True, text=True, timeout=30)
+        [
+            sys.executable,
+            "-c",
+            "import sys, cableload_sim.cli; "
+            "print('numba' in sys.modules, 'casadi' in sys.modules, 'torch' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert probe.stdout.strip() == "False False False"
 
 
 def test_simulate_teacher_reports_solver_figures(capsys):
-    code, data = run_json(capsys, ["simulate", "--planner", "teacher", "--duration", "2",
-                                   "--json"])
+    code, data = run_json(capsys, ["simulate", "--planner", "teacher", "--duration", "2", "--json"])
     assert code == 0
     for key in ("solve_ms_median", "solve_ms_p99", "solver_failures"):
         assert key in data
@@ -97,11 +144,9 @@ def test_simulate_teacher_reports_solver_figures(capsys):
 
 
 def test_side_by_side_and_bench_teacher(capsys):
-    code, data = run_json(capsys, ["simulate", "--planner", "formation,teacher", "--duration",
-                                   "1", "--json"])
+    code, data = run_json(capsys, ["simulate", "--planner", "formation,teacher", "--duration", "1", "--json"])
     assert code == 0 and [d["planner"] for d in data] == ["formation", "teacher"]
-    code, data = run_json(capsys, ["bench", "teacher", "--uavs", "3", "--duration", "2",
-                                   "--json"])
+    code, data = run_json(capsys, ["bench", "teacher", "--uavs", "3", "--duration", "2", "--json"])
     assert code == 0 and data["3"]["solver_failures"] == 0 and data["3"]["plans"] == 20
     assert main(["bench", "teacher", "--uavs", "1,x"]) == 2
 
@@ -112,13 +157,26 @@ def test_log_replay_plot_and_metrics_from_the_command_line(capsys, tmp_path):
     assert code == 0 and bag.is_file()
     code, logged = run_json(capsys, ["metrics", str(bag), "--json"])
     assert code == 0
-    for key in ("rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m",
-                "max_thrust_ratio"):
+    for key in ("rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m", "max_thrust_ratio"):
         assert logged[key] == pytest.approx(live[key], rel=1e-9)
     assert main(["plot", str(bag), "--out", str(tmp_path / "plots")]) == 0
     assert (tmp_path / "plots" / "top_view.png").stat().st_size > 5000
-    assert main(["replay", str(bag), "--screenshot", str(tmp_path / "shot.png"), "--time",
-                 "1.5", "--window-size", "320", "240"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(bag),
+                "--screenshot",
+                str(tmp_path / "shot.png"),
+                "--time",
+                "1.5",
+                "--window-size",
+                "320",
+                "240",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "shot.png").stat().st_size > 1000
     # the same path again is refused without --overwrite
     assert main(["simulate", "--duration", "1", "--log", str(bag)]) == 2

@@ -31,6 +31,7 @@ def one_line(err: str) -> str:
 
 def strict_json(text: str):
     """JSON as the standard has it: NaN and Infinity are refused."""
+
     def refuse(token):
         raise ValueError(f"not JSON: {token}")
 
@@ -41,8 +42,9 @@ def strict_json(text: str):
 
 
 def test_log_into_a_missing_folder(capsys, tmp_path):
-    code, _, err = run(capsys, ["simulate", "--duration", "1", "--log",
-                                str(tmp_path / "nowhere" / "run.bag")])
+    code, _, err = run(
+        capsys, ["simulate", "--duration", "1", "--log", str(tmp_path / "nowhere" / "run.bag")]
+    )
     assert code == 2
     assert f"folder '{tmp_path / 'nowhere'}' does not exist" in one_line(err)
 
@@ -64,8 +66,7 @@ def test_overwrite_never_removes_a_folder(capsys, tmp_path):
     folder = tmp_path / "run.bag"
     folder.mkdir()
     (folder / "keep").write_text("x")
-    code, _, err = run(capsys, ["simulate", "--duration", "1", "--log", str(folder),
-                                "--overwrite"])
+    code, _, err = run(capsys, ["simulate", "--duration", "1", "--log", str(folder), "--overwrite"])
     assert code == 2 and "is a folder; expected a file name" in one_line(err)
     assert (folder / "keep").exists()
 
@@ -94,16 +95,17 @@ def test_a_full_disk_is_one_line_and_keeps_the_log(capsys, tmp_path, monkeypatch
 def test_every_log_path_is_checked_before_the_first_flight(capsys, tmp_path):
     taken = tmp_path / "run-teacher.bag"
     taken.write_bytes(b"an earlier run")
-    code, _, err = run(capsys, ["simulate", "--duration", "1", "--planner", "formation,teacher",
-                                "--log", str(tmp_path / "run.bag")])
+    code, _, err = run(
+        capsys,
+        ["simulate", "--duration", "1", "--planner", "formation,teacher", "--log", str(tmp_path / "run.bag")],
+    )
     assert code == 2 and "run-teacher.bag' exists already" in one_line(err)
     assert not (tmp_path / "run-formation.bag").exists()  # nothing flown, nothing lost
     assert taken.read_bytes() == b"an earlier run"
 
 
 def test_a_log_larger_than_the_disk_is_refused_with_its_size(capsys, tmp_path):
-    code, _, err = run(capsys, ["simulate", "--duration", "1e9", "--log",
-                                str(tmp_path / "run.bag")])
+    code, _, err = run(capsys, ["simulate", "--duration", "1e9", "--log", str(tmp_path / "run.bag")])
     line = one_line(err)
     assert code == 1
     assert "1 run log(s) of 1e+09 s need about" in line and "GB free" in line
@@ -116,8 +118,11 @@ def test_a_log_larger_than_the_disk_is_refused_with_its_size(capsys, tmp_path):
 def test_random_bytes_as_a_bag(capsys, tmp_path, rng):
     noise = tmp_path / "noise.bag"
     noise.write_bytes(b"\x99" + rng.bytes(5000))
-    for argv in (["metrics", str(noise)], ["plot", str(noise), "--out", str(tmp_path / "p")],
-                 ["replay", str(noise), "--screenshot", str(tmp_path / "s.png")]):
+    for argv in (
+        ["metrics", str(noise)],
+        ["plot", str(noise), "--out", str(tmp_path / "p")],
+        ["replay", str(noise), "--screenshot", str(tmp_path / "s.png")],
+    ):
         code, _, err = run(capsys, argv)
         assert code == 1 and f"'{noise}' is not a ROS1 bag" in one_line(err), argv
     assert not (tmp_path / "p").exists()
@@ -157,16 +162,20 @@ def test_metrics_of_a_real_flight_take_the_config(capsys, tmp_path):
 # -- options and values ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("planners, message", [
-    (",", "--planner: expected planner names separated by commas"),
-    ("formation,,teacher", "--planner: expected planner names"),
-    ("formation,formation", "'formation' named twice"),
-    ("formation,magic", "unknown planner 'magic'"),
-    ("nodes", "--planner nodes"),
-])
+@pytest.mark.parametrize(
+    "planners, message",
+    [
+        (",", "--planner: expected planner names separated by commas"),
+        ("formation,,teacher", "--planner: expected planner names"),
+        ("formation,formation", "'formation' named twice"),
+        ("formation,magic", "unknown planner 'magic'"),
+        ("nodes", "--planner nodes"),
+    ],
+)
 def test_planner_lists(capsys, tmp_path, planners, message):
-    code, _, err = run(capsys, ["simulate", "--duration", "1", "--planner", planners, "--log",
-                                str(tmp_path / "run.bag")])
+    code, _, err = run(
+        capsys, ["simulate", "--duration", "1", "--planner", planners, "--log", str(tmp_path / "run.bag")]
+    )
     assert code == 2 and message in one_line(err)
     assert not list(tmp_path.iterdir())  # refused before anything flew
 
@@ -186,8 +195,7 @@ def test_a_load_too_heavy_is_refused_before_flight(capsys, tmp_path):
 
 def test_coincident_attachment_points(capsys, tmp_path):
     config = tmp_path / "points.toml"
-    config.write_text("[load]\nattachments = [[0.1, 0.1, 0.06], [0.1, 0.1, 0.06], "
-                      "[0.1, 0.1, 0.06]]\n")
+    config.write_text("[load]\nattachments = [[0.1, 0.1, 0.06], [0.1, 0.1, 0.06], [0.1, 0.1, 0.06]]\n")
     code, _, err = run(capsys, ["simulate", "--duration", "1", "--config", str(config)])
     assert code == 2 and "points 0 and 1 coincide" in one_line(err)
 
@@ -195,8 +203,11 @@ def test_coincident_attachment_points(capsys, tmp_path):
 def test_json_has_no_nan(capsys):
     from cableload_sim.cli.main import json_safe
 
-    assert json_safe({"a": float("nan"), "b": [float("inf"), 1.5], "c": "x"}) == \
-        {"a": None, "b": [None, 1.5], "c": "x"}
+    assert json_safe({"a": float("nan"), "b": [float("inf"), 1.5], "c": "x"}) == {
+        "a": None,
+        "b": [None, 1.5],
+        "c": "x",
+    }
     code, out, _ = run(capsys, ["simulate", "--duration", "1", "--json"])
     assert code == 0 and strict_json(out)["status"] == "completed"
 
@@ -224,7 +235,9 @@ def test_an_os_error_names_the_file():
 
 def test_a_flight_from_the_ground_is_refused_on_the_gazebo_backend(capsys):
     """Its model is set to the start pose in the air; refused before any ROS connection."""
-    code, out, err = run(capsys, ["simulate", "--backend", "gazebo", "--from-ground",
-                                  "--trajectory", "eight-slow", "--duration", "5"])
+    code, out, err = run(
+        capsys,
+        ["simulate", "--backend", "gazebo", "--from-ground", "--trajectory", "eight-slow", "--duration", "5"],
+    )
     assert code == 2 and out == ""
     assert "--from-ground: the gazebo backend starts the system in hover" in one_line(err)

@@ -32,10 +32,26 @@ def run_physics(system, x, steps, h=1e-3, rotor_cmd=None, log_every=1):
     gains = np.zeros(layout.G_SIZE)
     x = x.copy()
     fcache, fvalid = layout.empty_force_cache(n)
-    sys = layout.SimModel(physics=model, nominal=model, gains=gains, n=n, h=h,
-                          decimation=NO_CONTROLLER, wind=layout.still_air(), wind_dt=1.0)
-    data = layout.SimData(x=x, ctrl=ctrl, plans=plans, plan_status=status, counters=counters,
-                          stats=stats, fcache=fcache, fvalid=fvalid)
+    sys = layout.SimModel(
+        physics=model,
+        nominal=model,
+        gains=gains,
+        n=n,
+        h=h,
+        decimation=NO_CONTROLLER,
+        wind=layout.still_air(),
+        wind_dt=1.0,
+    )
+    data = layout.SimData(
+        x=x,
+        ctrl=ctrl,
+        plans=plans,
+        plan_status=status,
+        counters=counters,
+        stats=stats,
+        fcache=fcache,
+        fvalid=fvalid,
+    )
     kernels.advance(sys, data, 1, steps, np.zeros((1, 6)), layout.SimLog(log_every, log_x, log_t))
     return log_x, log_t, stats
 
@@ -47,15 +63,22 @@ def pendulum_system(length=1.0):
     mass = 1e7
     speed = 1000.0
     quad = dataclasses.replace(
-        base.quadrotors[0], mass=mass, inertia=(1e7, 1e7, 1e7), attachment=(0.0, 0.0, 0.0),
-        rotor=dataclasses.replace(base.quadrotors[0].rotor, thrust_coeff=mass * 9.81 / (4 * speed**2),
-                                  speed_max=2 * speed))
-    load = dataclasses.replace(base.load, mass=1.0, inertia=(1e-4, 1e-4, 1e-4),
-                               attachments=((0.0, 0.0, 0.0), (0.01, 0.0, 0.0)))
-    cables = (CableParams(length=length, stiffness=5000.0, damping=0.0),
-              CableParams(length=100.0, stiffness=5000.0, damping=0.0))
-    return dataclasses.replace(base, load=load, quadrotors=(quad, quad), cables=cables,
-                               gravity=9.81), speed
+        base.quadrotors[0],
+        mass=mass,
+        inertia=(1e7, 1e7, 1e7),
+        attachment=(0.0, 0.0, 0.0),
+        rotor=dataclasses.replace(
+            base.quadrotors[0].rotor, thrust_coeff=mass * 9.81 / (4 * speed**2), speed_max=2 * speed
+        ),
+    )
+    load = dataclasses.replace(
+        base.load, mass=1.0, inertia=(1e-4, 1e-4, 1e-4), attachments=((0.0, 0.0, 0.0), (0.01, 0.0, 0.0))
+    )
+    cables = (
+        CableParams(length=length, stiffness=5000.0, damping=0.0),
+        CableParams(length=100.0, stiffness=5000.0, damping=0.0),
+    )
+    return dataclasses.replace(base, load=load, quadrotors=(quad, quad), cables=cables, gravity=9.81), speed
 
 
 def test_pendulum_small_angle_period():
@@ -68,8 +91,7 @@ def test_pendulum_small_angle_period():
     stretch = system.load.mass * system.gravity / system.cables[0].stiffness
     length = system.cables[0].length + stretch
     angle = 0.05
-    x[layout.LOAD_POS : layout.LOAD_POS + 3] = [length * np.sin(angle), 0.0,
-                                                 2.0 - length * np.cos(angle)]
+    x[layout.LOAD_POS : layout.LOAD_POS + 3] = [length * np.sin(angle), 0.0, 2.0 - length * np.cos(angle)]
     for i, anchor in enumerate([[0.0, 0.0, 2.0], [5.0, 0.0, 2.0]]):
         o = layout.quad_offset(i)
         x[o + layout.QUAD_POS : o + layout.QUAD_POS + 3] = anchor
@@ -88,8 +110,7 @@ def test_pendulum_small_angle_period():
     assert np.abs(log_x[:, o : o + 3] - [0.0, 0.0, 2.0]).max() < 1e-3
 
 
-def spinning_free_system(rng, n=4, spin_rate=3.0, vel_noise=0.02, rate_noise=0.1,
-                         planar=True):
+def spinning_free_system(rng, n=4, spin_rate=3.0, vel_noise=0.02, rate_noise=0.1, planar=True):
     """The system without gravity, thrust or damping, spinning about the vertical through its
     centre of mass, with random extra velocities and body rates.
 
@@ -100,8 +121,10 @@ def spinning_free_system(rng, n=4, spin_rate=3.0, vel_noise=0.02, rate_noise=0.1
     """
     config = load_config(uavs=n)
     system = dataclasses.replace(
-        config.system, gravity=1e-12,
-        cables=tuple(dataclasses.replace(c, damping=0.0) for c in config.system.cables))
+        config.system,
+        gravity=1e-12,
+        cables=tuple(dataclasses.replace(c, damping=0.0) for c in config.system.cables),
+    )
     hover = hover_state(config.system, [0, 0, 1.0], [1, 0, 0, 0])
     rho = system.attachment_array()
     x = np.zeros(layout.state_size(n))
@@ -113,12 +136,13 @@ def spinning_free_system(rng, n=4, spin_rate=3.0, vel_noise=0.02, rate_noise=0.1
         radial = rho[:, :2] / np.linalg.norm(rho[:, :2], axis=1, keepdims=True)
         reach = np.linalg.norm(rho[:, :2], axis=1) + system.cables[0].length + 1e-3
         uav_p[:, :2] = reach[:, None] * radial
-        uav_p[:, 2] = hover.load_p[2] + rho[:, 2] - np.array([q.attachment[2] for q in
-                                                               system.quadrotors])
-    com = (system.load.mass * hover.load_p + sum(q.mass * p for q, p in
-                                                 zip(system.quadrotors, uav_p))) / system.total_mass()
+        uav_p[:, 2] = hover.load_p[2] + rho[:, 2] - np.array([q.attachment[2] for q in system.quadrotors])
+    com = (
+        system.load.mass * hover.load_p + sum(q.mass * p for q, p in zip(system.quadrotors, uav_p))
+    ) / system.total_mass()
     x[layout.LOAD_VEL : layout.LOAD_VEL + 3] = np.cross(spin, hover.load_p - com) + rng.normal(
-        scale=vel_noise, size=3)
+        scale=vel_noise, size=3
+    )
     x[layout.LOAD_RATE : layout.LOAD_RATE + 3] = spin + rng.normal(scale=rate_noise, size=3)
     for i in range(n):
         o = layout.quad_offset(i)
@@ -166,8 +190,13 @@ def test_momentum_and_energy_conserved_without_gravity_thrust_and_damping(rng, n
     assert np.abs(history - e0).max() / e0 < 1e-3
     # something happened: the cables carried tension and the system turned over 4 rad
     assert np.all(log_t > 0.0)
-    assert np.linalg.norm(log_x[-1, layout.quad_offset(0) : layout.quad_offset(0) + 2]
-                          - x0[layout.quad_offset(0) : layout.quad_offset(0) + 2]) > 1.0
+    assert (
+        np.linalg.norm(
+            log_x[-1, layout.quad_offset(0) : layout.quad_offset(0) + 2]
+            - x0[layout.quad_offset(0) : layout.quad_offset(0) + 2]
+        )
+        > 1.0
+    )
 
 
 def test_momentum_and_energy_conserved_through_slack_events():
@@ -176,8 +205,9 @@ def test_momentum_and_energy_conserved_through_slack_events():
     unilateral force costs a local error, the energy stays within 0.1 % over 5 s at 1 ms and
     0.5 ms (measured: a few 1e-5)."""
     for h in (1e-3, 5e-4):
-        system, x0 = spinning_free_system(np.random.default_rng(7), n=3, spin_rate=2.5,
-                                          vel_noise=0.05, rate_noise=0.2, planar=False)
+        system, x0 = spinning_free_system(
+            np.random.default_rng(7), n=3, spin_rate=2.5, vel_noise=0.05, rate_noise=0.2, planar=False
+        )
         steps = int(round(5.0 / h))
         log_x, log_t, stats = run_physics(system, x0, steps, h=h, log_every=steps // 50)
         lin0, ang0, e0 = momenta_and_energy(system, x0)
@@ -218,21 +248,36 @@ def test_external_wrench_accelerates_the_load(paper_config):
     plans, status = layout.empty_plans(n)
     log_x, log_t = np.empty((steps, x.size)), np.empty((steps, n))
     fcache, fvalid = layout.empty_force_cache(n)
-    sys = layout.SimModel(physics=model, nominal=model, gains=np.zeros(layout.G_SIZE), n=n, h=h,
-                          decimation=NO_CONTROLLER, wind=layout.still_air(), wind_dt=1.0)
-    data = layout.SimData(x=x, ctrl=ctrl, plans=plans, plan_status=status,
-                          counters=np.zeros((n, layout.K_SIZE)), stats=layout.new_stats(n),
-                          fcache=fcache, fvalid=fvalid)
+    sys = layout.SimModel(
+        physics=model,
+        nominal=model,
+        gains=np.zeros(layout.G_SIZE),
+        n=n,
+        h=h,
+        decimation=NO_CONTROLLER,
+        wind=layout.still_air(),
+        wind_dt=1.0,
+    )
+    data = layout.SimData(
+        x=x,
+        ctrl=ctrl,
+        plans=plans,
+        plan_status=status,
+        counters=np.zeros((n, layout.K_SIZE)),
+        stats=layout.new_stats(n),
+        fcache=fcache,
+        fvalid=fvalid,
+    )
     kernels.advance(sys, data, 1, steps, wrench, layout.SimLog(1, log_x, log_t))
     assert np.all(log_t == 0.0)  # the cables never pulled
     t = steps * h
     load = system.load
     dv = x[layout.LOAD_VEL : layout.LOAD_VEL + 3] - sim.x[layout.LOAD_VEL : layout.LOAD_VEL + 3]
-    np.testing.assert_allclose(dv, t * np.array([3.0 / load.mass, 0.0, -system.gravity]),
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        dv, t * np.array([3.0 / load.mass, 0.0, -system.gravity]), rtol=1e-12, atol=1e-14
+    )
     dw = x[layout.LOAD_RATE : layout.LOAD_RATE + 3]
-    np.testing.assert_allclose(dw, [0.0, 0.0, t * 0.5 / load.inertia_matrix()[2, 2]],
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(dw, [0.0, 0.0, t * 0.5 / load.inertia_matrix()[2, 2]], rtol=1e-12, atol=1e-14)
 
 
 def test_external_torque_enters_the_load_in_its_body_frame(paper_config):
@@ -247,6 +292,5 @@ def test_external_torque_enters_the_load_in_its_body_frame(paper_config):
     torque = np.empty((n + 1, 3))
     tension = np.empty(n)
     kernels.compute_forces(sim.x, sim.model, n, np.zeros(6), R, force, base, tension)
-    kernels.compute_forces(sim.x, sim.model, n, np.array([0, 0, 0, 0.2, 0, 0.5]), R, force,
-                           torque, tension)
+    kernels.compute_forces(sim.x, sim.model, n, np.array([0, 0, 0, 0.2, 0, 0.5]), R, force, torque, tension)
     assert np.allclose(torque[0] - base[0], [0.0, -0.2, 0.5], atol=1e-12)

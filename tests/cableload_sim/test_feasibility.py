@@ -17,8 +17,7 @@ from cableload_sim.physics.statics import hover_state
 def heaviest_thrust_ratio(config) -> float:
     system = config.system
     hover = hover_state(system, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
-    return float(np.max(np.linalg.norm(hover.thrusts, axis=1))
-                 / system.quadrotors[0].rotor.max_thrust())
+    return float(np.max(np.linalg.norm(hover.thrusts, axis=1)) / system.quadrotors[0].rotor.max_thrust())
 
 
 def test_the_paper_setup_hovers_with_margin(paper_config):
@@ -30,9 +29,12 @@ def test_a_load_too_heavy_for_the_thrust_is_refused_before_flight():
     heavy = config_from_dict({"load": {"mass": 4.0}})
     # quadrotor 2 (the rear cable carries the most) would need more than its maximum thrust
     assert heaviest_thrust_ratio(heavy) > 1.0
-    with pytest.raises(UsageError, match=r"load of 4 kg on 3 cables is too heavy: quadrotor 2 "
-                                         r"needs 27\.2 N of thrust to hover, 136% of its maximum "
-                                         r"20 N \(at most 95%\)"):
+    with pytest.raises(
+        UsageError,
+        match=r"load of 4 kg on 3 cables is too heavy: quadrotor 2 "
+        r"needs 27\.2 N of thrust to hover, 136% of its maximum "
+        r"20 N \(at most 95%\)",
+    ):
         Simulator(heavy)
     # just under the limit it flies
     light = config_from_dict({"load": {"mass": 2.3}})
@@ -52,9 +54,12 @@ def test_the_simulated_system_with_mismatch_is_checked_too(paper_config):
 
 
 def test_a_hover_tilt_beyond_the_controller_is_refused(paper_config):
-    tilted = dataclasses.replace(paper_config, controller=dataclasses.replace(
-        paper_config.controller, max_tilt_deg=5.0))
-    with pytest.raises(UsageError, match=r"must tilt \d+\.\d deg to hover, more than "
-                                         r"controller\.max_tilt_deg = 5"):
+    tilted = dataclasses.replace(
+        paper_config, controller=dataclasses.replace(paper_config.controller, max_tilt_deg=5.0)
+    )
+    with pytest.raises(
+        UsageError,
+        match=r"must tilt \d+\.\d deg to hover, more than "
+        r"controller\.max_tilt_deg = 5",
+    ):
         check_hover(tilted)
-

@@ -51,7 +51,7 @@ def test_ground_forces_match_twin(sim):
     x[layout.LOAD_RATE : layout.LOAD_RATE + 3] = rng.normal(0.0, 0.5, 3)
     for i in range(sim.n):
         o = layout.quad_offset(i)
-        x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] = quat_from_euler(*rng.normal(0, .1, 3))
+        x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] = quat_from_euler(*rng.normal(0, 0.1, 3))
         x[o + layout.QUAD_POS + 2] = 0.045
         x[o + layout.QUAD_VEL : o + layout.QUAD_VEL + 3] = rng.normal(0.0, 0.05, 3)
         x[o + layout.QUAD_RATE : o + layout.QUAD_RATE + 3] = rng.normal(0.0, 0.5, 3)
@@ -113,8 +113,9 @@ def _momenta(x, model, n, inertia):
     linear, angular = np.zeros(3), np.zeros(3)
     for b in range(n + 1):
         o = layout.body_offset(b)
-        mass = model[layout.M_LOAD_MASS] if b == 0 \
-            else model[layout.quad_model_offset(b - 1) + layout.QM_MASS]
+        mass = (
+            model[layout.M_LOAD_MASS] if b == 0 else model[layout.quad_model_offset(b - 1) + layout.QM_MASS]
+        )
         p, v = x[o : o + 3], x[o + layout.BODY_VEL : o + layout.BODY_VEL + 3]
         R = quat_to_matrix(x[o + layout.BODY_QUAT : o + layout.BODY_QUAT + 4])
         w = x[o + layout.BODY_RATE : o + layout.BODY_RATE + 3]
@@ -128,20 +129,24 @@ def test_inelastic_snap_matches_twin_and_conserves_momentum(sim):
     x = _snap_state(sim)
     body = body_constants(sim.model, n)
     inertia = body[:, layout.BC_INERTIA : layout.BC_INERTIA + 3]
-    mom = x[[layout.body_offset(b) + layout.BODY_RATE + k for b in range(n + 1)
-             for k in range(3)]].reshape(n + 1, 3) * inertia
+    mom = (
+        x[[layout.body_offset(b) + layout.BODY_RATE + k for b in range(n + 1) for k in range(3)]].reshape(
+            n + 1, 3
+        )
+        * inertia
+    )
     after = x.copy()
     total = cable_snaps(after, sim.model, n, h, np.empty((n + 1, 9)), mom, body)
     expected, total_twin = twin.cable_snaps(x, sim.model, n, h, inertia)
     assert total > 0.5  # every cable fired
     np.testing.assert_allclose(after, expected, rtol=1e-10, atol=1e-12)
     assert total == pytest.approx(total_twin, rel=1e-10)
-    for before_m, after_m in zip(_momenta(x, sim.model, n, inertia),
-                                 _momenta(after, sim.model, n, inertia), strict=True):
+    for before_m, after_m in zip(
+        _momenta(x, sim.model, n, inertia), _momenta(after, sim.model, n, inertia), strict=True
+    ):
         np.testing.assert_allclose(after_m, before_m, atol=1e-12)
     # and the cables' ends no longer separate; a second call fires nothing
-    assert cable_snaps(after.copy(), sim.model, n, h, np.empty((n + 1, 9)), mom.copy(),
-                       body) == 0.0
+    assert cable_snaps(after.copy(), sim.model, n, h, np.empty((n + 1, 9)), mom.copy(), body) == 0.0
 
 
 def test_bad_ground_is_refused():

@@ -28,8 +28,7 @@ print(json.dumps({"hits": sum(stats.cache_hits.values()),
 
 
 def run_probe() -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -14,12 +14,18 @@ def random_samples(rng, k: int, n: int) -> WorldSamples:
     tension = rng.uniform(-1.0, 5.0, size=(k, n))
     tension[40:75, 1] = 0.0  # a long slack run that crosses chunk boundaries
     return WorldSamples(
-        t=0.01 * np.arange(1, k + 1), load_p=rng.normal(size=(k, 3)),
-        load_q=quat_normalize(rng.normal(size=(k, 4))), load_v=rng.normal(size=(k, 3)),
-        load_omega=rng.normal(size=(k, 3)), uav_p=rng.normal(scale=3.0, size=(k, n, 3)),
-        uav_q=quat_normalize(rng.normal(size=(k, n, 4))), uav_v=rng.normal(size=(k, n, 3)),
-        uav_omega=rng.normal(size=(k, n, 3)), rotor_speeds=rng.uniform(500, 2500, (k, n, 4)),
-        cable_tension=tension)
+        t=0.01 * np.arange(1, k + 1),
+        load_p=rng.normal(size=(k, 3)),
+        load_q=quat_normalize(rng.normal(size=(k, 4))),
+        load_v=rng.normal(size=(k, 3)),
+        load_omega=rng.normal(size=(k, 3)),
+        uav_p=rng.normal(scale=3.0, size=(k, n, 3)),
+        uav_q=quat_normalize(rng.normal(size=(k, n, 4))),
+        uav_v=rng.normal(size=(k, n, 3)),
+        uav_omega=rng.normal(size=(k, n, 3)),
+        rotor_speeds=rng.uniform(500, 2500, (k, n, 4)),
+        cable_tension=tension,
+    )
 
 
 def chunks(samples: WorldSamples, bounds):
@@ -50,11 +56,13 @@ def test_chunked_metrics_equal_those_of_the_whole(rng, paper_config):
     assert result.keys() == whole.keys()
     for key, value in whole.items():
         assert result[key] == pytest.approx(value, rel=1e-12), key
-    assert whole["longest_slack_s"] == pytest.approx(longest_slack_by_hand(
-        samples.cable_tension, 0.01), rel=1e-12)
+    assert whole["longest_slack_s"] == pytest.approx(
+        longest_slack_by_hand(samples.cable_tension, 0.01), rel=1e-12
+    )
     assert whole["longest_slack_s"] >= 0.35  # the 35-sample run, across three chunks
     assert whole["rmse_position_m"] == pytest.approx(
-        np.sqrt(np.mean(np.sum((samples.load_p - ref_p) ** 2, axis=1))), rel=1e-12)
+        np.sqrt(np.mean(np.sum((samples.load_p - ref_p) ** 2, axis=1))), rel=1e-12
+    )
 
 
 def test_nan_propagates_and_empty_is_nan(rng, paper_config):

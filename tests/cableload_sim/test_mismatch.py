@@ -20,22 +20,39 @@ from cableload_sim.rotations import quat_to_matrix
 @pytest.mark.parametrize(
     "table, match",
     [
-        ({"quadrotor_mass_scale": [1.1, 1.0]},
-         r"mismatch\.quadrotor_mass_scale: expected one number for every quadrotor or a list of "
-         r"3 \(one per quadrotor\), got 2 values"),
-        ({"thrust_coeff_scale": -0.9}, r"mismatch\.thrust_coeff_scale: expected a positive "
-                                       r"number, got -0\.9"),
-        ({"motor_time_constant_scale": [1.0, 0.0, 1.0]},
-         r"mismatch\.motor_time_constant_scale\[1\]: expected a positive number, got 0\.0"),
-        ({"quadrotor_inertia_scale": []}, r"quadrotor_inertia_scale: expected a positive number, "
-                                          r"or a non-empty list of positive numbers, got \[\]"),
-        ({"torque_coeff_scale": "big"}, r"torque_coeff_scale: expected a positive number, or a "
-                                        r"non-empty list of positive numbers, got 'big'"),
+        (
+            {"quadrotor_mass_scale": [1.1, 1.0]},
+            r"mismatch\.quadrotor_mass_scale: expected one number for every quadrotor or a list of "
+            r"3 \(one per quadrotor\), got 2 values",
+        ),
+        (
+            {"thrust_coeff_scale": -0.9},
+            r"mismatch\.thrust_coeff_scale: expected a positive "
+            r"number, got -0\.9",
+        ),
+        (
+            {"motor_time_constant_scale": [1.0, 0.0, 1.0]},
+            r"mismatch\.motor_time_constant_scale\[1\]: expected a positive number, got 0\.0",
+        ),
+        (
+            {"quadrotor_inertia_scale": []},
+            r"quadrotor_inertia_scale: expected a positive number, "
+            r"or a non-empty list of positive numbers, got \[\]",
+        ),
+        (
+            {"torque_coeff_scale": "big"},
+            r"torque_coeff_scale: expected a positive number, or a "
+            r"non-empty list of positive numbers, got 'big'",
+        ),
         ({"load_com_offset": [0.0, 0.1]}, r"load_com_offset: expected a list of 3 numbers"),
-        ({"load_com_offset": [0.0, 0.0, 0.3]},
-         r"load_com_offset=\[0\.0, 0\.0, 0\.3\] m: leaves the load moments of inertia"),
-        ({"load_com_offset": [0.1, 0.1, 0.0]},
-         r"adds a product of inertia of 0\.014 kg m\^2, more than 10% of the smallest"),
+        (
+            {"load_com_offset": [0.0, 0.0, 0.3]},
+            r"load_com_offset=\[0\.0, 0\.0, 0\.3\] m: leaves the load moments of inertia",
+        ),
+        (
+            {"load_com_offset": [0.1, 0.1, 0.0]},
+            r"adds a product of inertia of 0\.014 kg m\^2, more than 10% of the smallest",
+        ),
     ],
 )
 def test_bad_mismatch_is_refused_naming_key_value_and_expectation(table, match):
@@ -44,9 +61,13 @@ def test_bad_mismatch_is_refused_naming_key_value_and_expectation(table, match):
 
 
 def test_quadrotor_mismatch_changes_only_the_simulated_quadrotors(paper_config):
-    mismatch = MismatchParams(quadrotor_mass_scale=(1.3, 1.0, 0.9), quadrotor_inertia_scale=1.2,
-                              thrust_coeff_scale=0.9, torque_coeff_scale=(1.0, 1.1, 1.0),
-                              motor_time_constant_scale=1.5)
+    mismatch = MismatchParams(
+        quadrotor_mass_scale=(1.3, 1.0, 0.9),
+        quadrotor_inertia_scale=1.2,
+        thrust_coeff_scale=0.9,
+        torque_coeff_scale=(1.0, 1.1, 1.0),
+        motor_time_constant_scale=1.5,
+    )
     config = dataclasses.replace(paper_config, mismatch=mismatch)
     nominal = config.system.quadrotors[0]
     simulated = mismatch.apply(config.system).quadrotors
@@ -92,8 +113,7 @@ def test_a_heavier_quadrotor_hovers_on_more_thrust(paper_config):
     """Quadrotor 0 is 30 % heavier than its controller thinks: at rest, its rotors carry its
     true weight and its cable's pull, as the force balance says (INDI measures the missing
     force as a disturbance, so it holds its position)."""
-    config = dataclasses.replace(paper_config,
-                                 mismatch=MismatchParams(quadrotor_mass_scale=(1.3, 1.0, 1.0)))
+    config = dataclasses.replace(paper_config, mismatch=MismatchParams(quadrotor_mass_scale=(1.3, 1.0, 1.0)))
     sim, x, tension = settled_hover(config)
     ws = sim.world_state()
     thrust, _ = thrust_and_speeds(sim, x, 0)
@@ -112,8 +132,7 @@ def test_weaker_rotors_spin_faster_for_the_same_thrust(paper_config):
     """k_f 15 % below what the controller allocates with: the same force balance needs rotor
     speeds 1/sqrt(0.85) higher than the nominal system's."""
     _, x0, _ = settled_hover(paper_config)
-    config = dataclasses.replace(paper_config,
-                                 mismatch=MismatchParams(thrust_coeff_scale=0.85))
+    config = dataclasses.replace(paper_config, mismatch=MismatchParams(thrust_coeff_scale=0.85))
     sim, x, _ = settled_hover(config)
     for i in range(3):
         _, w = thrust_and_speeds(sim, x, i)
@@ -135,8 +154,7 @@ def test_com_offset_moves_attachments_box_and_inertia_to_the_centre_of_mass(pape
     # parallel axes: I_box_centre = I_com + m (|c|^2 1 - c c^T), exact for c in a plane of
     # two axes up to the product m c_x c_z, which is left out
     shift = load.mass * (c @ c - c * c)
-    np.testing.assert_allclose(np.diag(simulated.inertia_matrix()),
-                               np.diag(load.inertia_matrix()) - shift)
+    np.testing.assert_allclose(np.diag(simulated.inertia_matrix()), np.diag(load.inertia_matrix()) - shift)
     model = layout.pack_model(mismatch.apply(paper_config.system))
     np.testing.assert_allclose(model[layout.M_LOAD_BOX_CENTRE : layout.M_LOAD_BOX_CENTRE + 3], -c)
 
@@ -150,7 +168,8 @@ def test_drag_of_an_offset_box_acts_at_its_centre_as_the_twin_says(paper_config)
 
     rng = np.random.default_rng(77)
     config = dataclasses.replace(
-        paper_config, aero=AERO, mismatch=MismatchParams(load_com_offset=(0.04, 0.0, -0.03)))
+        paper_config, aero=AERO, mismatch=MismatchParams(load_com_offset=(0.04, 0.0, -0.03))
+    )
     sim = Simulator(config)
     for _ in range(3):
         x = random_state(sim, rng, speed=3.0, spin=2.0)
@@ -180,8 +199,7 @@ def test_hovering_load_tilts_until_its_centre_of_mass_hangs_below_the_attachment
     sim = Simulator(config)
     log = sim.advance(round(30.0 / sim.h))
     keep = log.t > 10.0
-    R = np.array([quat_to_matrix(x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4])
-                  for x in log.x[keep]])
+    R = np.array([quat_to_matrix(x[layout.LOAD_QUAT : layout.LOAD_QUAT + 4]) for x in log.x[keep]])
     roll = np.degrees(np.arctan2(R[:, 2, 1], R[:, 2, 2]))
     pitch = np.degrees(np.arcsin(-R[:, 2, 0]))
     assert roll.min() < -5.0  # it tilts (a swing about the level start)

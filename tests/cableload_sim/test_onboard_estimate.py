@@ -18,11 +18,20 @@ from cableload_sim.rotations import quat_angle_between, quat_exp, quat_multiply,
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy_twins_onboard as twin  # noqa: E402
 
-QUIET = ["imu.enabled=true", "imu.gyro_noise_density=0.0", "imu.accel_noise_density=0.0",
-         "sensing.position_noise_m=0.0", "sensing.attitude_noise_rad=0.0"]
+QUIET = [
+    "imu.enabled=true",
+    "imu.gyro_noise_density=0.0",
+    "imu.accel_noise_density=0.0",
+    "sensing.position_noise_m=0.0",
+    "sensing.attitude_noise_rad=0.0",
+]
 """The IMU on without noise (biases as configured)."""
-NO_BIAS = ["imu.gyro_bias=0.0", "imu.accel_bias=0.0", "sensing.position_bias_m=0.0",
-           "sensing.attitude_bias_rad=0.0"]
+NO_BIAS = [
+    "imu.gyro_bias=0.0",
+    "imu.accel_bias=0.0",
+    "sensing.position_bias_m=0.0",
+    "sensing.attitude_bias_rad=0.0",
+]
 
 
 def quad_block(x, i, field, width=3):
@@ -32,9 +41,11 @@ def quad_block(x, i, field, width=3):
 
 def estimate(sim, i):
     cs = sim.ctrl[i]
-    return (cs[layout.CS_EST_POS : layout.CS_EST_POS + 3],
-            cs[layout.CS_EST_QUAT : layout.CS_EST_QUAT + 4],
-            cs[layout.CS_EST_VEL : layout.CS_EST_VEL + 3])
+    return (
+        cs[layout.CS_EST_POS : layout.CS_EST_POS + 3],
+        cs[layout.CS_EST_QUAT : layout.CS_EST_QUAT + 4],
+        cs[layout.CS_EST_VEL : layout.CS_EST_VEL + 3],
+    )
 
 
 def test_noise_is_standard_normal_and_a_function_of_seed_and_counter():
@@ -47,8 +58,7 @@ def test_noise_is_standard_normal_and_a_function_of_seed_and_counter():
     other = np.array([normal(12346, k) for k in range(100)])
     assert np.abs(other - draws[:100]).min() > 0.0
     # the twin's Python integers give the same numbers, to the kernel's approximate log/cos
-    np.testing.assert_allclose([twin.normal(12345, k) for k in range(200)], draws[:200],
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose([twin.normal(12345, k) for k in range(200)], draws[:200], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("n", [3, 4])
@@ -63,30 +73,29 @@ def test_onboard_update_matches_twin(n):
         o = layout.quad_offset(i)
         x[o + layout.QUAD_VEL : o + layout.QUAD_VEL + 3] = rng.normal(0, 1, 3)
         x[o + layout.QUAD_RATE : o + layout.QUAD_RATE + 3] = rng.normal(0, 1, 3)
-        q = quat_multiply(x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4],
-                          quat_exp(rng.normal(0, 0.3, 3)))
+        q = quat_multiply(x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4], quat_exp(rng.normal(0, 0.3, 3)))
         x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] = q
     force = np.zeros((n + 2, 3))
     force[1 : n + 1] = rng.normal(0, 5, (n, 3))
-    R = np.array([quat_to_matrix(x[layout.body_offset(b) + layout.BODY_QUAT :][:4]).ravel()
-                  for b in range(n + 1)])
+    R = np.array(
+        [quat_to_matrix(x[layout.body_offset(b) + layout.BODY_QUAT :][:4]).ravel() for b in range(n + 1)]
+    )
     dt = sim.decimation * sim.h
     for update in (100, 101, 102, 103, 104, 105):  # a capture at 100 and 105, 100's used at 103
         for i in range(n):
             cs = sim.ctrl[i].copy()
-            want_cs, p, q, v, w = twin.onboard_update(x, i, cs, sim.model, force[i + 1], update,
-                                                      dt)
+            want_cs, p, q, v, w = twin.onboard_update(x, i, cs, sim.model, force[i + 1], update, dt)
             xe = np.full(x.size, np.nan)
             Re = np.zeros((n + 1, 9))
-            kernels.onboard_update(x, i, cs, sim.model, force, R, update, dt, xe, Re,
-                                   np.zeros(4))
+            kernels.onboard_update(x, i, cs, sim.model, force, R, update, dt, xe, Re, np.zeros(4))
             np.testing.assert_allclose(cs, want_cs, rtol=1e-11, atol=1e-13)
             np.testing.assert_allclose(quad_block(xe, i, layout.QUAD_POS), p, rtol=1e-12)
             np.testing.assert_allclose(quad_block(xe, i, layout.QUAD_QUAT, 4), q, atol=1e-13)
             np.testing.assert_allclose(quad_block(xe, i, layout.QUAD_VEL), v, atol=1e-12)
             np.testing.assert_allclose(quad_block(xe, i, layout.QUAD_RATE), w, atol=1e-12)
-            np.testing.assert_array_equal(quad_block(xe, i, layout.QUAD_ROTOR, 4),
-                                          quad_block(x, i, layout.QUAD_ROTOR, 4))
+            np.testing.assert_array_equal(
+                quad_block(xe, i, layout.QUAD_ROTOR, 4), quad_block(x, i, layout.QUAD_ROTOR, 4)
+            )
             np.testing.assert_allclose(Re[i + 1], quat_to_matrix(q).ravel(), atol=1e-13)
             sim.ctrl[i] = cs
 
@@ -119,17 +128,25 @@ def test_exact_sensors_keep_the_estimate_on_the_truth_in_hover():
 def test_the_estimate_learns_constant_imu_biases():
     """Biases 4x the configured ones, no noise, motion capture without bias: after 15 s the
     estimated biases are the true ones to 5 % of their size, and the load is held."""
-    config = load_config(overrides=QUIET + ["imu.gyro_bias=0.02", "imu.accel_bias=0.2",
-                                            "sensing.position_bias_m=0.0",
-                                            "sensing.attitude_bias_rad=0.0"])
+    config = load_config(
+        overrides=QUIET
+        + [
+            "imu.gyro_bias=0.02",
+            "imu.accel_bias=0.2",
+            "sensing.position_bias_m=0.0",
+            "sensing.attitude_bias_rad=0.0",
+        ]
+    )
     sim = Simulator(config)
     sim.seed_onboard(3)
     start = sim.x[:3].copy()
     sim.advance(15000)
     for i in range(sim.n):
         cs = sim.ctrl[i]
-        for true, est in ((layout.CS_IMU_GYRO_BIAS, layout.CS_EST_GYRO_BIAS),
-                          (layout.CS_IMU_ACCEL_BIAS, layout.CS_EST_ACCEL_BIAS)):
+        for true, est in (
+            (layout.CS_IMU_GYRO_BIAS, layout.CS_EST_GYRO_BIAS),
+            (layout.CS_IMU_ACCEL_BIAS, layout.CS_EST_ACCEL_BIAS),
+        ):
             b, c = cs[true : true + 3], cs[est : est + 3]
             assert np.linalg.norm(b - c) < 0.05 * np.linalg.norm(b), (i, b, c)
     assert np.linalg.norm(sim.x[:3] - start) < 0.005
@@ -174,23 +191,25 @@ def test_calibration_survives_a_reset_and_bad_biases_are_refused():
     cal = sim.ctrl[:, layout.CS_IMU_SEED : layout.CS_IMU_SEED + ONBOARD_SIZE].copy()
     np.testing.assert_array_equal(cal[:, 7:10], 0.002)
     sim.reset(np.array([1.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
-    np.testing.assert_array_equal(
-        sim.ctrl[:, layout.CS_IMU_SEED : layout.CS_IMU_SEED + ONBOARD_SIZE], cal)
+    np.testing.assert_array_equal(sim.ctrl[:, layout.CS_IMU_SEED : layout.CS_IMU_SEED + ONBOARD_SIZE], cal)
     assert (sim.ctrl[:, layout.CS_EST_READY] == 0.0).all()
     with pytest.raises(ValueError, match="motion-capture bias: expected 3 x 3"):
         sim.seed_onboard(9, attitude_bias=np.zeros((2, 3)))
 
 
-@pytest.mark.parametrize("override, message", [
-    ("imu.gyro_bias=-0.1", "imu.gyro_bias: expected a non-negative number"),
-    ("imu.position_bandwidth=0.0", "imu.position_bandwidth: expected a positive number"),
-    ("imu.position_bandwidth=40.0", "expected bandwidths below 16.7 rad/s"),
-    ("sensing.latency_s=0.05", "sensing.latency_s: with imu.enabled, expected at most 0.03"),
-    ("sensing.mocap_rate_hz=250.0", None),
-    ("sensing.mocap_rate_hz=125.0", None),
-    ("sensing.mocap_rate_hz=200.0", "with imu.enabled, expected a whole fraction of"),
-    ("imu.colour=1", "unknown key"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("imu.gyro_bias=-0.1", "imu.gyro_bias: expected a non-negative number"),
+        ("imu.position_bandwidth=0.0", "imu.position_bandwidth: expected a positive number"),
+        ("imu.position_bandwidth=40.0", "expected bandwidths below 16.7 rad/s"),
+        ("sensing.latency_s=0.05", "sensing.latency_s: with imu.enabled, expected at most 0.03"),
+        ("sensing.mocap_rate_hz=250.0", None),
+        ("sensing.mocap_rate_hz=125.0", None),
+        ("sensing.mocap_rate_hz=200.0", "with imu.enabled, expected a whole fraction of"),
+        ("imu.colour=1", "unknown key"),
+    ],
+)
 def test_imu_config_is_checked(override, message):
     overrides = ["imu.enabled=true", override]
     if message is None:
@@ -222,9 +241,13 @@ def test_the_run_log_holds_the_onboard_estimate_beside_the_truth(tmp_path, imu):
 
     config = load_config(overrides=["imu.enabled=true"] if imu else [])
     path = tmp_path / "run.bag"
-    result = run_episode(make_backend("embedded", config),
-                         FormationPlanner(config.system, tilt=True), make_reference("eight-slow"),
-                         2.0, logger=RunLogWriter(path, config))
+    result = run_episode(
+        make_backend("embedded", config),
+        FormationPlanner(config.system, tilt=True),
+        make_reference("eight-slow"),
+        2.0,
+        logger=RunLogWriter(path, config),
+    )
     assert result.status.value == "completed"
     run = read_run(path)
     if not imu:

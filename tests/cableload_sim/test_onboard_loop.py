@@ -71,10 +71,12 @@ def test_exact_hover_is_a_fixed_point(n):
 
 SWING_MIN_ZETA = 0.1
 # controller-state slots that are not dynamic: discrete or set only on entering hold
-STATIC_SLOTS = {layout.CS_MODE, layout.CS_INITIALIZED, layout.CS_SEGMENT} \
-    | set(range(layout.CS_HOLD_POS, layout.CS_HOLD_POS + 3)) \
-    | set(range(layout.CS_HEADING, layout.CS_HEADING + 2)) \
-    | set(range(layout.CS_IMU_SEED, layout.CS_SIZE))  # the onboard estimate, off here
+STATIC_SLOTS = (
+    {layout.CS_MODE, layout.CS_INITIALIZED, layout.CS_SEGMENT}
+    | set(range(layout.CS_HOLD_POS, layout.CS_HOLD_POS + 3))
+    | set(range(layout.CS_HEADING, layout.CS_HEADING + 2))
+    | set(range(layout.CS_IMU_SEED, layout.CS_SIZE))
+)  # the onboard estimate, off here
 
 
 @dataclasses.dataclass
@@ -100,12 +102,26 @@ class Loop:
         x, ctrl = x.copy(), ctrl.copy()
         counters = np.zeros((self.n, layout.K_SIZE))
         fcache, fvalid = layout.empty_force_cache(self.n)
-        sys = layout.SimModel(physics=self.model, nominal=self.model, gains=self.gains,
-                              n=self.n, h=self.h, decimation=self.decimation,
-                              wind=layout.still_air(), wind_dt=1.0)
-        data = layout.SimData(x=x, ctrl=ctrl, plans=self.plans.copy(),
-                              plan_status=self.status.copy(), counters=counters,
-                              stats=layout.new_stats(self.n), fcache=fcache, fvalid=fvalid)
+        sys = layout.SimModel(
+            physics=self.model,
+            nominal=self.model,
+            gains=self.gains,
+            n=self.n,
+            h=self.h,
+            decimation=self.decimation,
+            wind=layout.still_air(),
+            wind_dt=1.0,
+        )
+        data = layout.SimData(
+            x=x,
+            ctrl=ctrl,
+            plans=self.plans.copy(),
+            plan_status=self.status.copy(),
+            counters=counters,
+            stats=layout.new_stats(self.n),
+            fcache=fcache,
+            fvalid=fvalid,
+        )
         kernels.advance(sys, data, 0, steps, np.zeros((1, 6)), layout.no_log(self.n))
         return x, ctrl
 
@@ -117,8 +133,7 @@ def single_quadrotor_loop() -> Loop:
     system = base.system
     load = dataclasses.replace(system.load, attachments=((0.0, 0.0, 0.06), (0.05, 0.0, 0.06)))
     cables = (system.cables[0], dataclasses.replace(system.cables[0], length=100.0))
-    config = dataclasses.replace(base, system=dataclasses.replace(system, load=load,
-                                                                  cables=cables))
+    config = dataclasses.replace(base, system=dataclasses.replace(system, load=load, cables=cables))
     quad, cable, g, mass = system.quadrotors[0], cables[0], system.gravity, system.load.mass
     x = np.zeros(layout.state_size(2))
     x[layout.LOAD_POS : layout.LOAD_POS + 3] = [0.0, 0.0, 2.0]
@@ -178,13 +193,13 @@ def test_swing_of_the_hanging_load_is_damped(n):
     paper's three, -0.016 for two and -0.03 for one: growing.)"""
     loop = single_quadrotor_loop() if n == 1 else formation_loop(n)
     s, centre_motion = hover_modes(loop)
-    swings = (s.imag > 1e-3) & (np.abs(s) < 2 * np.pi * 3.0) \
-        & (centre_motion > SWING_CENTRE_MOTION)
+    swings = (s.imag > 1e-3) & (np.abs(s) < 2 * np.pi * 3.0) & (centre_motion > SWING_CENTRE_MOTION)
     assert swings.sum() >= 2, "the load's swings in x and y were not found"
     zeta = -s[swings].real / np.abs(s[swings])
-    assert zeta.min() >= SWING_MIN_ZETA, \
-        f"n={n}: swing at {np.abs(s[swings][zeta.argmin()]) / (2 * np.pi):.2f} Hz has " \
+    assert zeta.min() >= SWING_MIN_ZETA, (
+        f"n={n}: swing at {np.abs(s[swings][zeta.argmin()]) / (2 * np.pi):.2f} Hz has "
         f"damping ratio {zeta.min():.4f}"
+    )
     assert not np.any(s.real > 1e-6), f"unstable modes: {s[s.real > 1e-6]}"
 
 
@@ -192,15 +207,17 @@ def test_swing_of_the_hanging_load_is_damped(n):
 
 
 @pytest.mark.parametrize("max_tilt", [60.0, 30.0])
-@pytest.mark.parametrize("step", [(3.0, 0.0, 0.0), (3.0, 0.0, -3.0), (-3.0, 2.0, -3.0),
-                                  (0.0, 3.0, 3.0), (2.0, -2.0, -3.0)])
+@pytest.mark.parametrize(
+    "step", [(3.0, 0.0, 0.0), (3.0, 0.0, -3.0), (-3.0, 2.0, -3.0), (0.0, 3.0, 3.0), (2.0, -2.0, -3.0)]
+)
 def test_tilt_limit_holds_in_a_3_m_step(max_tilt, step):
     """Every quadrotor of the paper's setup told to jump 3 m (plans resent at 10 Hz): no body
     tilts beyond ``max_tilt_deg`` at any physics step, though the commanded thrust axis sits at
     the limit (before: 68.5 deg against 60, 42 against 30, attitude overshoot)."""
     config = load_config()
-    config = dataclasses.replace(config, controller=dataclasses.replace(
-        config.controller, max_tilt_deg=max_tilt))
+    config = dataclasses.replace(
+        config, controller=dataclasses.replace(config.controller, max_tilt_deg=max_tilt)
+    )
     sim = Simulator(config)
     sim.reset([0.0, 0.0, 5.0], [1.0, 0.0, 0.0, 0.0])  # 3 m down stays clear of the ground
     sim.advance(500)

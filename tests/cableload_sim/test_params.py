@@ -19,8 +19,9 @@ def test_paper_setup_values(paper_config):
     system = paper_config.system
     assert system.n_uavs == 3
     assert system.load.mass == pytest.approx(1.4)
-    assert np.allclose(system.attachment_array(),
-                       [[0.26, 0.22, 0.06], [0.26, -0.22, 0.06], [-0.28, 0.0, 0.06]])
+    assert np.allclose(
+        system.attachment_array(), [[0.26, 0.22, 0.06], [0.26, -0.22, 0.06], [-0.28, 0.0, 0.06]]
+    )
     for quad, cable in zip(system.quadrotors, system.cables):
         assert quad.mass == pytest.approx(0.6)
         assert quad.rotor.max_thrust() == pytest.approx(20.0)
@@ -76,8 +77,10 @@ def test_uavs_from_toml_polygon():
         ({"load": {"mass": -1.0}}, r"load\.mass: expected a positive number, got -1\.0"),
         ({"cable": {"length": 0.0}}, r"cable\.length: expected a positive number, got 0\.0"),
         ({"cable": {"length": -0.5}}, r"cable\.length.*-0\.5"),
-        ({"load": {"uavs": 4, "attachments": [[0, 0, 0], [1, 0, 0], [0, 1, 0]]}},
-         r"load\.attachments: expected 4 points.*got 3"),
+        (
+            {"load": {"uavs": 4, "attachments": [[0, 0, 0], [1, 0, 0], [0, 1, 0]]}},
+            r"load\.attachments: expected 4 points.*got 3",
+        ),
         ({"load": {"mas": 1.0}}, r"unknown key 'mas'"),
         ({"quadrotor": {"mass": "heavy"}}, r"quadrotor\.mass: expected a positive number, got 'heavy'"),
         ({"quadrotor": {"mass": True}}, r"quadrotor\.mass: expected a positive number, got True"),
@@ -90,21 +93,29 @@ def test_uavs_from_toml_polygon():
         ({"mismatch": {"cable_length_deltas": [0.1, 0.2]}}, r"expected 3 values.*got 2"),
         ({"unknown_table": {}}, r"unknown key 'unknown_table'"),
         # sizes the machine cannot run are refused with the number they would need
-        ({"simulation": {"physics_dt": 1e-9}},
-         r"physics_dt: expected at least 1e-05 s, got 1e-09: that step needs 1e\+09 physics "
-         r"steps per simulated second"),
-        ({"simulation": {"planner_rate_hz": 1e-3}},
-         r"planner_rate_hz: expected at least 0\.5\d* Hz \(a plan lasts 1\.9\d s"),
+        (
+            {"simulation": {"physics_dt": 1e-9}},
+            r"physics_dt: expected at least 1e-05 s, got 1e-09: that step needs 1e\+09 physics "
+            r"steps per simulated second",
+        ),
+        (
+            {"simulation": {"planner_rate_hz": 1e-3}},
+            r"planner_rate_hz: expected at least 0\.5\d* Hz \(a plan lasts 1\.9\d s",
+        ),
         ({"simulation": {"log_rate_hz": 5.0}}, r"log_rate_hz: expected at least planner_rate_hz"),
-        ({"controller": {"rate_hz": 300.0}}, r"controller\.rate_hz: 300\.0 Hz is not a whole "
-                                              r"fraction of the physics rate 1000 Hz"),
+        (
+            {"controller": {"rate_hz": 300.0}},
+            r"controller\.rate_hz: 300\.0 Hz is not a whole "
+            r"fraction of the physics rate 1000 Hz",
+        ),
         ({"simulation": {"planner_rate_hz": 30.0}}, r"planner_rate_hz: 30\.0 Hz is not a whole"),
         ({"load": {"uavs": 65}}, r"load\.uavs: expected an integer from 2 to 64, got 65"),
-        ({"teacher": {"prior": "follow"}},
-         r"teacher\.prior: expected one of 'tilt', 'wrench', got 'follow'"),
-        ({"load": {"attachments": [[0.1, 0.1, 0.06]] * 3}},
-         r"load\.attachments: points 0 and 1 coincide at \[0\.1, 0\.1, 0\.06\] m; expected "
-         r"distinct points"),
+        ({"teacher": {"prior": "follow"}}, r"teacher\.prior: expected one of 'tilt', 'wrench', got 'follow'"),
+        (
+            {"load": {"attachments": [[0.1, 0.1, 0.06]] * 3}},
+            r"load\.attachments: points 0 and 1 coincide at \[0\.1, 0\.1, 0\.06\] m; expected "
+            r"distinct points",
+        ),
     ],
 )
 def test_invalid_config_names_field_value_and_expectation(data, match):
@@ -155,8 +166,7 @@ def test_mismatch_changes_only_the_simulated_system(paper_config):
     )
     simulated = mismatch.apply(paper_config.system)
     assert simulated.load.mass == pytest.approx(2.8)
-    assert np.allclose(simulated.load.inertia_matrix(),
-                       2.0 * paper_config.system.load.inertia_matrix())
+    assert np.allclose(simulated.load.inertia_matrix(), 2.0 * paper_config.system.load.inertia_matrix())
     assert simulated.cables[0].length == pytest.approx(1.035)
     assert simulated.cables[1].length == pytest.approx(0.965)
     assert simulated.load.attachments[0][0] == pytest.approx(0.28)

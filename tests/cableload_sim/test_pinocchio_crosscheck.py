@@ -35,18 +35,18 @@ def build_rigid_model(system):
     model.gravity = pin.Motion(np.array([0.0, 0.0, -system.gravity, 0.0, 0.0, 0.0]))
     load = model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "load")
     model.appendBodyToJoint(
-        load, pin.Inertia(system.load.mass, np.zeros(3), system.load.inertia_matrix()),
-        pin.SE3.Identity())
+        load, pin.Inertia(system.load.mass, np.zeros(3), system.load.inertia_matrix()), pin.SE3.Identity()
+    )
     quads = []
-    for i, (quad, cable, rho) in enumerate(
-            zip(system.quadrotors, system.cables, system.load.attachments)):
+    for i, (quad, cable, rho) in enumerate(zip(system.quadrotors, system.cables, system.load.attachments)):
         ux = model.addJoint(load, pin.JointModelRX(), pin.SE3(np.eye(3), np.array(rho)), f"ux{i}")
         uy = model.addJoint(ux, pin.JointModelRY(), pin.SE3.Identity(), f"uy{i}")
-        sph = model.addJoint(uy, pin.JointModelSpherical(),
-                             pin.SE3(np.eye(3), np.array([0.0, 0.0, cable.length])), f"quad{i}")
+        sph = model.addJoint(
+            uy, pin.JointModelSpherical(), pin.SE3(np.eye(3), np.array([0.0, 0.0, cable.length])), f"quad{i}"
+        )
         model.appendBodyToJoint(
-            sph, pin.Inertia(quad.mass, -np.array(quad.attachment), quad.inertia_matrix()),
-            pin.SE3.Identity())
+            sph, pin.Inertia(quad.mass, -np.array(quad.attachment), quad.inertia_matrix()), pin.SE3.Identity()
+        )
         quads.append(sph)
     return model, load, quads
 
@@ -108,8 +108,10 @@ def simulator_accelerations(system, x, tensions):
     """Accelerations with each cable's rest length set so that its stretch gives ``tensions``."""
     n = system.n_uavs
     lengths = cable_lengths(system, x)
-    cables = tuple(dataclasses.replace(c, length=float(L - t / c.stiffness), damping=c.damping)
-                   for c, L, t in zip(system.cables, lengths, tensions))
+    cables = tuple(
+        dataclasses.replace(c, length=float(L - t / c.stiffness), damping=c.damping)
+        for c, L, t in zip(system.cables, lengths, tensions)
+    )
     model = layout.pack_model(dataclasses.replace(system, cables=cables))
     R = np.empty((n + 1, 9))
     force = np.empty((n + 1, 3))
@@ -125,15 +127,19 @@ def attachment_kinematics(system, x, lin_acc=None, ang_acc=None):
     second derivative."""
     out = []
     ends = []
-    for b, (o, _) in enumerate([(layout.LOAD_POS, None)] + [
-            (layout.quad_offset(i), q.attachment) for i, q in enumerate(system.quadrotors)]):
+    for b, (o, _) in enumerate(
+        [(layout.LOAD_POS, None)]
+        + [(layout.quad_offset(i), q.attachment) for i, q in enumerate(system.quadrotors)]
+    ):
         R = quat_to_matrix(x[o + 3 : o + 7])
         w = x[o + 10 : o + 13]
         ends.append((o, R, w, b))
     for i in range(system.n_uavs):
         vals = []
-        for (o, R, w, b), arm in ((ends[0], np.array(system.load.attachments[i])),
-                                  (ends[i + 1], np.array(system.quadrotors[i].attachment))):
+        for (o, R, w, b), arm in (
+            (ends[0], np.array(system.load.attachments[i])),
+            (ends[i + 1], np.array(system.quadrotors[i].attachment)),
+        ):
             arm_w = R @ arm
             pos = x[o : o + 3] + arm_w
             vel = x[o + 7 : o + 10] + R @ np.cross(w, arm)
@@ -180,8 +186,7 @@ def test_load_acceleration_matches_rigid_multibody(n):
             assert abs(d @ dd) / np.linalg.norm(d) < 1e-12
         # tension -> cable length acceleration is affine: solve for zero length acceleration
         base, _, _ = length_accelerations(system, x, np.zeros(n))
-        A = np.column_stack([length_accelerations(system, x, np.eye(n)[j])[0] - base
-                             for j in range(n)])
+        A = np.column_stack([length_accelerations(system, x, np.eye(n)[j])[0] - base for j in range(n)])
         tensions = np.linalg.solve(A, -base)
         if np.any(tensions <= 0.05):
             continue  # a rigid rod would push here; a cable cannot: not a taut state

@@ -37,8 +37,12 @@ def _lines(ax):
 def test_plot_run_writes_pngs(bag, tmp_path):
     path, _ = bag
     files = plot_run(path, tmp_path / "plots")
-    assert sorted(f.name for f in files) == ["cable_tension.png", "min_distance.png",
-                                             "top_view.png", "tracking_error.png"]
+    assert sorted(f.name for f in files) == [
+        "cable_tension.png",
+        "min_distance.png",
+        "top_view.png",
+        "tracking_error.png",
+    ]
     for file in files:
         data = file.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n", file
@@ -59,21 +63,18 @@ def test_figures_draw_the_logged_data(bag):
 
     separation = figure_min_distance(run).axes[0]
     lines = _lines(separation)
-    np.testing.assert_array_equal(lines["min distance"].get_ydata(),
-                                  uav_distances(samples.uav_p))
+    np.testing.assert_array_equal(lines["min distance"].get_ydata(), uav_distances(samples.uav_p))
     assert list(lines["collision 0.4 m"].get_ydata()) == [0.4, 0.4]
-    assert np.min(lines["min distance"].get_ydata()) == pytest.approx(
-        result.metrics["min_uav_distance_m"])
+    assert np.min(lines["min distance"].get_ydata()) == pytest.approx(result.metrics["min_uav_distance_m"])
 
     tension = _lines(figure_tensions(run).axes[0])
     for i in range(3):
-        np.testing.assert_array_equal(tension[f"cable quad{i + 1}"].get_ydata(),
-                                      samples.cable_tension[:, i])
+        np.testing.assert_array_equal(tension[f"cable quad{i + 1}"].get_ydata(), samples.cable_tension[:, i])
 
     position_ax, attitude_ax = figure_tracking_errors(run).axes
     error = position_ax.lines[0].get_ydata()
-    np.testing.assert_allclose(np.sqrt(np.mean(error**2)), result.metrics["rmse_position_m"],
-                               rtol=1e-12)
+    np.testing.assert_allclose(np.sqrt(np.mean(error**2)), result.metrics["rmse_position_m"], rtol=1e-12)
     attitude = attitude_ax.lines[0].get_ydata()
-    np.testing.assert_allclose(np.sqrt(np.mean(attitude**2)),
-                               result.metrics["rmse_orientation_deg"], rtol=1e-12)
+    np.testing.assert_allclose(
+        np.sqrt(np.mean(attitude**2)), result.metrics["rmse_orientation_deg"], rtol=1e-12
+    )

@@ -19,25 +19,28 @@ def _derivative_errors(reference) -> tuple[float, float, float, float]:
     """Largest differences between the numerical derivative of p, v, a, yaw and v, a, j, omega_z."""
     s = reference.sample(T)
     inner = slice(5, -5)
-    errors = [np.abs(np.gradient(x, T, axis=0) - dx)[inner].max()
-              for x, dx in ((s.p, s.v), (s.v, s.a), (s.a, s.j))]
+    errors = [
+        np.abs(np.gradient(x, T, axis=0) - dx)[inner].max() for x, dx in ((s.p, s.v), (s.v, s.a), (s.a, s.j))
+    ]
     yaw = np.unwrap(quat_to_euler(s.q)[:, 2])
     errors.append(np.abs(np.gradient(yaw, T) - s.omega[:, 2])[inner].max())
     return tuple(errors)
 
 
-@pytest.mark.parametrize("spec, orientation, options", [
-    ("loop", "constant", {"seed": 1}),
-    ("loop", "zero-sideslip", {"seed": 2, "harmonics": 6, "speed": 1.3}),
-    ("wander", "zero-sideslip", {"seed": 3}),
-    ("wander", "oscillating", {"seed": 4, "yaw_amplitude_deg": 60, "yaw_frequency": 0.1}),
-    ("eight-medium", "oscillating", {"rotate_deg": 40}),
-    ("loop", "zero-sideslip", {"seed": 7, "rotate_deg": -120}),
-])
+@pytest.mark.parametrize(
+    "spec, orientation, options",
+    [
+        ("loop", "constant", {"seed": 1}),
+        ("loop", "zero-sideslip", {"seed": 2, "harmonics": 6, "speed": 1.3}),
+        ("wander", "zero-sideslip", {"seed": 3}),
+        ("wander", "oscillating", {"seed": 4, "yaw_amplitude_deg": 60, "yaw_frequency": 0.1}),
+        ("eight-medium", "oscillating", {"rotate_deg": 40}),
+        ("loop", "zero-sideslip", {"seed": 7, "rotate_deg": -120}),
+    ],
+)
 def test_consistent_to_the_third_derivative(spec, orientation, options):
     # central differences at 10 ms: errors of order (0.01 s)^2 times the next derivative
-    v, a, j, yaw_rate = _derivative_errors(make_reference(spec, orientation=orientation,
-                                                          **options))
+    v, a, j, yaw_rate = _derivative_errors(make_reference(spec, orientation=orientation, **options))
     assert v < 2e-4 and a < 1e-3 and j < 5e-3 and yaw_rate < 2e-3
 
 
@@ -53,8 +56,7 @@ def test_same_seed_same_path_other_seed_other_path():
 @pytest.mark.parametrize("seed", range(6))
 def test_loops_keep_their_size_speed_and_turn_radius(seed):
     reference = make_reference("loop", seed=seed, size=5.0, speed=1.2, min_radius=0.6)
-    lap = reference.sample(np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s,
-                                       4000))
+    lap = reference.sample(np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 4000))
     assert np.max(np.ptp(lap.p[:, :2], axis=0)) == pytest.approx(5.0, rel=0.01)
     np.testing.assert_allclose(np.linalg.norm(lap.v, axis=1), 1.2, rtol=0.01)
     assert min_turn_radius(reference.curve) >= 0.95 * 0.6
@@ -92,8 +94,9 @@ def test_wander_is_open_with_bounded_curvature_at_constant_speed(seed):
 
 
 def test_oscillating_yaw_swings_about_its_mean():
-    reference = make_reference("circle", orientation="oscillating", yaw_deg=20,
-                               yaw_amplitude_deg=45, yaw_frequency=0.1)
+    reference = make_reference(
+        "circle", orientation="oscillating", yaw_deg=20, yaw_amplitude_deg=45, yaw_frequency=0.1
+    )
     t = np.linspace(reference.ramp_s, reference.ramp_s + 20.0, 2001)
     yaw = np.degrees(np.unwrap(quat_to_euler(reference.sample(t).q)[:, 2]))
     assert yaw.max() == pytest.approx(65.0, abs=0.1) and yaw.min() == pytest.approx(-25.0, abs=0.1)
@@ -101,8 +104,7 @@ def test_oscillating_yaw_swings_about_its_mean():
 
 def test_a_turned_path_is_the_path_turned():
     plain = make_reference("eight-medium", orientation="zero-sideslip").sample(T)
-    turned = make_reference("eight-medium", orientation="zero-sideslip",
-                            rotate_deg=90).sample(T)
+    turned = make_reference("eight-medium", orientation="zero-sideslip", rotate_deg=90).sample(T)
     np.testing.assert_allclose(turned.p[:, 0], -plain.p[:, 1], atol=1e-12)
     np.testing.assert_allclose(turned.p[:, 1], plain.p[:, 0], atol=1e-12)
     yaw = lambda s: np.unwrap(quat_to_euler(s.q)[:, 2])  # noqa: E731
@@ -116,12 +118,15 @@ def test_random_paths_are_flyable_at_moderate_speed(paper_config):
             assert check_reference(reference, paper_config, 40.0).flyable
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"seed": -1}, "option 'seed' must be a non-negative integer"),
-    ({"seed": 1.5}, "option 'seed' must be a non-negative integer"),
-    ({"harmonics": 9}, "option 'harmonics' must be an integer from 1 to 8"),
-    ({"size": 4.0, "min_radius": 0.7}, "option 'min_radius' must be at most size/6"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"seed": -1}, "option 'seed' must be a non-negative integer"),
+        ({"seed": 1.5}, "option 'seed' must be a non-negative integer"),
+        ({"harmonics": 9}, "option 'harmonics' must be an integer from 1 to 8"),
+        ({"size": 4.0, "min_radius": 0.7}, "option 'min_radius' must be at most size/6"),
+    ],
+)
 def test_bad_options_are_refused(options, message):
     with pytest.raises(UsageError, match=message):
         make_reference("loop", **options)

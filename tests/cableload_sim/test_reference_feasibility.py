@@ -74,17 +74,27 @@ def test_the_old_zandvoort_defaults_are_refused_naming_the_limit_and_where(paper
     reference = make_reference("track:zandvoort", **OLD_ZANDVOORT)
     check = check_reference(reference, paper_config)
     assert not check.flyable
-    with pytest.raises(UsageError, match=r"thrust 18\.5 N at quadrotor 2, t = 11\.9\d s, load at "
-                                         r"\(2\.1\d, -0\.[23]\d, 1\.00\) m: 0\.5\d+ N above the limit "
-                                         r"18 N \(103% of it; teacher\.thrust_margin 0\.9"):
+    with pytest.raises(
+        UsageError,
+        match=r"thrust 18\.5 N at quadrotor 2, t = 11\.9\d s, load at "
+        r"\(2\.1\d, -0\.[23]\d, 1\.00\) m: 0\.5\d+ N above the limit "
+        r"18 N \(103% of it; teacher\.thrust_margin 0\.9",
+    ):
         require_flyable(reference, paper_config, 30.0)
     # the first 3 s (the smooth start) reach no hairpin: a 3 s flight is not refused
     assert require_flyable(reference, paper_config, 3.0).flyable
 
 
 def test_the_catalog_defaults_are_flyable(paper_config):
-    for name in ("eight-slow", "eight-medium", "circle", "square", "track:zandvoort",
-                 "pose-to-pose", "hover"):
+    for name in (
+        "eight-slow",
+        "eight-medium",
+        "circle",
+        "square",
+        "track:zandvoort",
+        "pose-to-pose",
+        "hover",
+    ):
         for orientation in ("constant", "zero-sideslip"):
             if name in ("pose-to-pose", "hover") and orientation != "constant":
                 continue
@@ -95,8 +105,7 @@ def test_the_catalog_defaults_are_flyable(paper_config):
 def test_a_yawing_eight_too_fast_for_the_rotors_is_refused(paper_config):
     """eight-fast with zero sideslip turns the load at 4.7 rad/s: the outer quadrotors, carried
     1.2 m out, would need more than their maximum thrust and 67 deg of tilt."""
-    check = check_reference(make_reference("eight-fast", orientation="zero-sideslip"),
-                            paper_config)
+    check = check_reference(make_reference("eight-fast", orientation="zero-sideslip"), paper_config)
     assert [e.quantity for e in check.excesses] == ["thrust", "tilt"]
     assert check.thrust.value > paper_config.system.quadrotors[0].rotor.max_thrust()
     assert check.angular_rate.value == pytest.approx(4.74, abs=0.01)
@@ -109,23 +118,24 @@ def test_the_command_line_refuses_or_forces(capsys):
     err = capsys.readouterr().err
     assert "cannot be flown over 13 s: thrust 18.5 N at quadrotor 2" in err
     assert "--force" in err
-    code = main(["simulate", *old, "--duration", "13", "--planner", "formation", "--force",
-                 "--json"])
+    code = main(["simulate", *old, "--duration", "13", "--planner", "formation", "--force", "--json"])
     captured = capsys.readouterr()
     assert "warning: --force: track:zandvoort (constant) cannot be flown" in captured.err
     assert json.loads(captured.out)["sim_time_s"] > 0.0 and code in (0, 1)
-    assert main(["evaluate", "--trajectories", "eight-fast", "--orientation", "zero-sideslip",
-                 "--duration", "10"]) == 2
+    assert (
+        main(
+            ["evaluate", "--trajectories", "eight-fast", "--orientation", "zero-sideslip", "--duration", "10"]
+        )
+        == 2
+    )
     assert "eight-fast (zero-sideslip) cannot be flown" in capsys.readouterr().err
 
 
 def test_trajectories_check(capsys):
-    assert main(["trajectories", "--check", "track:zandvoort", "--track-size", "6", "--speed",
-                 "1.5"]) == 1
+    assert main(["trajectories", "--check", "track:zandvoort", "--track-size", "6", "--speed", "1.5"]) == 1
     out = capsys.readouterr().out
     assert "thrust" in out and "cannot be flown" in out and "teacher.thrust_margin" in out
-    assert main(["trajectories", "--check", "eight-medium", "--orientation", "zero-sideslip",
-                 "--json"]) == 0
+    assert main(["trajectories", "--check", "eight-medium", "--orientation", "zero-sideslip", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["flyable"] and report["excesses"] == []
     assert report["peaks"]["speed"]["value"] == pytest.approx(2.36, abs=0.01)
@@ -134,11 +144,12 @@ def test_trajectories_check(capsys):
     assert json.loads(capsys.readouterr().out)["flyable"]
 
 
-def test_training_on_an_unflyable_reference_is_refused_before_anything_is_written(tmp_path,
-                                                                                  capsys):
+def test_training_on_an_unflyable_reference_is_refused_before_anything_is_written(tmp_path, capsys):
     config = tmp_path / "train.toml"
-    config.write_text('[dagger]\ntrajectories = ["eight-fast"]\norientation = "both"\n'
-                      'rounds = 1\nepisode_s = 5.0\neval_s = 0.0\n')
+    config.write_text(
+        '[dagger]\ntrajectories = ["eight-fast"]\norientation = "both"\n'
+        "rounds = 1\nepisode_s = 5.0\neval_s = 0.0\n"
+    )
     out = tmp_path / "run"
     assert main(["train", "--config", str(config), "--out", str(out)]) == 2
     assert "eight-fast (zero-sideslip) cannot be flown" in capsys.readouterr().err

@@ -62,7 +62,7 @@ def test_load_is_drawn_where_the_log_puts_it(bag):
         col, row = _project(plotter, run.samples.load_p[k])
         mask = _load_pixels(image)
         assert mask.sum() > 100
-        window = mask[int(row) - 2:int(row) + 3, int(col) - 2:int(col) + 3]
+        window = mask[int(row) - 2 : int(row) + 3, int(col) - 2 : int(col) + 3]
         assert window.all(), f"load colour missing at the projected load position {col, row}"
         rows, cols = np.nonzero(mask)
         assert np.hypot(cols.mean() - col, rows.mean() - row) < 10.0
@@ -76,8 +76,17 @@ def test_video_and_screenshot_off_screen(bag, tmp_path):
     import imageio.v2 as imageio
 
     video, shot = tmp_path / "replay.mp4", tmp_path / "shot.png"
-    written = replay(bag, video=video, screenshot=shot, time=2.0, start=1.0, end=1.5, fps=10,
-                     window_size=(330, 250), interactive=False)
+    written = replay(
+        bag,
+        video=video,
+        screenshot=shot,
+        time=2.0,
+        start=1.0,
+        end=1.5,
+        fps=10,
+        window_size=(330, 250),
+        interactive=False,
+    )
     assert written == [shot, video]
     reader = imageio.get_reader(video)
     frames = [frame for frame in reader]

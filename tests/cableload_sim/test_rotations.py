@@ -22,8 +22,9 @@ def test_matrix_round_trip_and_orthonormal(rng):
 
 def test_product_composes_rotations(rng):
     a, b = random_quats(rng), random_quats(rng)
-    assert np.allclose(rot.quat_to_matrix(rot.quat_multiply(a, b)),
-                       rot.quat_to_matrix(a) @ rot.quat_to_matrix(b), atol=1e-12)
+    assert np.allclose(
+        rot.quat_to_matrix(rot.quat_multiply(a, b)), rot.quat_to_matrix(a) @ rot.quat_to_matrix(b), atol=1e-12
+    )
 
 
 def test_exp_log_inverse(rng):

@@ -32,8 +32,15 @@ from cableload_sim.io.runlog import (  # noqa: E402
 )
 
 REPO = Path(__file__).resolve().parents[2]
-METRIC_KEYS = ("rmse_position_m", "rmse_orientation_deg", "min_uav_distance_m", "slack_fraction",
-               "longest_slack_s", "max_thrust_ratio", "sim_time_s")
+METRIC_KEYS = (
+    "rmse_position_m",
+    "rmse_orientation_deg",
+    "min_uav_distance_m",
+    "slack_fraction",
+    "longest_slack_s",
+    "max_thrust_ratio",
+    "sim_time_s",
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +53,15 @@ def recorded(tmp_path_factory, paper_config):
 
     path = tmp_path_factory.mktemp("runlog") / "run.bag"
     backend = make_backend("embedded", paper_config)
-    result = run_episode(backend, make_planner("formation", paper_config),
-                         make_reference("eight-slow"), 5.0, record_plans=True,
-                         keep_samples=True, logger=RunLogWriter(path, paper_config))
+    result = run_episode(
+        backend,
+        make_planner("formation", paper_config),
+        make_reference("eight-slow"),
+        5.0,
+        record_plans=True,
+        keep_samples=True,
+        logger=RunLogWriter(path, paper_config),
+    )
     return path, result, backend.system
 
 
@@ -68,8 +81,9 @@ def test_round_trip_gives_the_live_samples_and_metrics(recorded, paper_config):
     assert run.indexed and run.status == "completed"
     assert run.quad_names == ["quad1", "quad2", "quad3"]
     for field in result.samples.FIELDS:
-        np.testing.assert_allclose(getattr(run.samples, field), getattr(result.samples, field),
-                                   rtol=0, atol=1e-12, err_msg=field)
+        np.testing.assert_allclose(
+            getattr(run.samples, field), getattr(result.samples, field), rtol=0, atol=1e-12, err_msg=field
+        )
     np.testing.assert_array_equal(run.ref_p, result.ref_p)
     np.testing.assert_array_equal(run.ref_q, result.ref_q)
     assert run.system == system
@@ -97,7 +111,8 @@ def test_bag_has_the_flight_topics_with_stamps_equal_to_sim_time(recorded):
         topics = {topic: (info.msgtype, info.msgcount) for topic, info in reader.topics.items()}
         stamps = []
         for connection, time_ns, raw in reader.messages(
-                [c for c in reader.connections if c.topic == "/quad2/agiros_pilot/state"]):
+            [c for c in reader.connections if c.topic == "/quad2/agiros_pilot/state"]
+        ):
             msg = store.deserialize_ros1(raw, connection.msgtype)
             stamps.append(time_ns)
             assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == time_ns
@@ -144,7 +159,7 @@ def test_a_bag_whose_index_was_never_written_is_recovered(recorded, tmp_path):
     data = bytearray(path.read_bytes())
     cut = _chunk_end(data, 3)
     at = data.index(b"index_pos=") + len(b"index_pos=")
-    data[at:at + 8] = bytes(8)  # as the writer leaves it until it closes the bag
+    data[at : at + 8] = bytes(8)  # as the writer leaves it until it closes the bag
     broken = tmp_path / "cut.bag"
     broken.write_bytes(data[:cut] + b"\x00" * 17)  # a few bytes of a next record, cut short
     with pytest.raises(Exception, match="not indexed"):
@@ -163,7 +178,7 @@ def _chunk_end(data: bytearray, count: int) -> int:
     pos, chunks = 13, 0
     while True:
         header_len = struct.unpack_from("<L", data, pos)[0]
-        header = bytes(data[pos + 4:pos + 4 + header_len])
+        header = bytes(data[pos + 4 : pos + 4 + header_len])
         data_len = struct.unpack_from("<L", data, pos + 4 + header_len)[0]
         nxt = pos + 8 + header_len + data_len
         if chunks == count and b"op=\x04" not in header:
@@ -195,8 +210,13 @@ KILLED_WRITER = textwrap.dedent("""
 
 def test_a_killed_writer_leaves_a_readable_bag(tmp_path):
     path = tmp_path / "killed.bag"
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     written, flushed = 0.0, -math.inf
     deadline = time.monotonic() + 90.0
     try:
@@ -241,14 +261,19 @@ def test_flushed_time_never_lags_more_than_a_second(tmp_path, paper_config):
     class Checked(RunLogWriter):
         def samples(self, samples, ref_p, ref_q):
             super().samples(samples, ref_p, ref_q)
-            on_disk = [m.time_ns / 1e9 for m in scan_bag(self.active_path)
-                       if m.connection.topic == LOAD_POSE_TOPIC]
+            on_disk = [
+                m.time_ns / 1e9 for m in scan_bag(self.active_path) if m.connection.topic == LOAD_POSE_TOPIC
+            ]
             seen.append((samples.t[-1], self.flushed_time, max(on_disk, default=0.0)))
 
     path = tmp_path / "flush.bag"
-    run_episode(make_backend("embedded", paper_config), make_planner("formation", paper_config),
-                make_reference("eight-slow"), 2.5, logger=Checked(path, paper_config,
-                                                                  fsync=False))
+    run_episode(
+        make_backend("embedded", paper_config),
+        make_planner("formation", paper_config),
+        make_reference("eight-slow"),
+        2.5,
+        logger=Checked(path, paper_config, fsync=False),
+    )
     for t, flushed, on_disk in seen:
         assert on_disk >= flushed - 1e-9 or flushed == -math.inf
         assert t - on_disk <= 1.0 + 1e-9
@@ -271,14 +296,17 @@ def test_a_flight_bag_without_our_topics(tmp_path):
     np.testing.assert_allclose(run.samples.uav_p[:, 1, 1], 2.0)
     np.testing.assert_allclose(run.samples.load_v[:, 0], 0.5, atol=1e-6)  # finite differences
     assert np.isnan(run.samples.cable_tension).all() and np.isnan(run.samples.rotor_speeds).all()
-    with pytest.raises(ValueError, match=r"records no system .*pass the flight's configuration: "
-                                         r"--config FILE"):
+    with pytest.raises(
+        ValueError,
+        match=r"records no system .*pass the flight's configuration: "
+        r"--config FILE",
+    ):
         metrics_from_bag(path)
 
     # The same bag without its index: the lz4 chunks are scanned instead.
     data = bytearray(path.read_bytes())
     at = data.index(b"index_pos=") + len(b"index_pos=")
-    data[at:at + 8] = bytes(8)
+    data[at : at + 8] = bytes(8)
     unindexed = tmp_path / "unindexed.bag"
     unindexed.write_bytes(bytes(data))
     scanned = read_run(unindexed)
@@ -297,8 +325,7 @@ def test_writer_guards(tmp_path, paper_config):
     with pytest.raises(RuntimeError, match="start"):
         writer.plans(0.0, [])
     with pytest.raises(ValueError, match="3 distinct names"):
-        RunLogWriter(tmp_path / "names.bag", quad_names=["a", "a", "b"]).start(
-            paper_config.system)
+        RunLogWriter(tmp_path / "names.bag", quad_names=["a", "a", "b"]).start(paper_config.system)
 
 
 def _first_index_record(data: bytes) -> int:
@@ -308,7 +335,7 @@ def _first_index_record(data: bytes) -> int:
     pos = 13
     while True:
         header_len = struct.unpack_from("<L", data, pos)[0]
-        header = bytes(data[pos + 4:pos + 4 + header_len])
+        header = bytes(data[pos + 4 : pos + 4 + header_len])
         data_len = struct.unpack_from("<L", data, pos + 4 + header_len)[0]
         if b"op=\x04" in header and data_len >= 24:
             return pos + 8 + header_len
@@ -321,7 +348,7 @@ def test_a_damaged_index_is_read_by_scanning(recorded, tmp_path):
     path, result, _ = recorded
     data = bytearray(path.read_bytes())
     at = _first_index_record(data)
-    data[at + 12:at + 20] = data[at:at + 8]  # the second entry's time made the first's
+    data[at + 12 : at + 20] = data[at : at + 8]  # the second entry's time made the first's
     damaged = tmp_path / "damaged.bag"
     damaged.write_bytes(bytes(data))
     with pytest.raises(AssertionError):  # what rosbags' reader does with it
@@ -359,8 +386,7 @@ def test_a_device_or_folder_is_refused_without_reading_it(tmp_path):
         read_run(tmp_path)
 
 
-def test_a_full_disk_stops_the_writer_and_keeps_what_was_flushed(tmp_path, paper_config,
-                                                                 monkeypatch):
+def test_a_full_disk_stops_the_writer_and_keeps_what_was_flushed(tmp_path, paper_config, monkeypatch):
     import errno
 
     from backends import make_backend
@@ -382,9 +408,13 @@ def test_a_full_disk_stops_the_writer_and_keeps_what_was_flushed(tmp_path, paper
     path = tmp_path / "full.bag"
     with pytest.raises(OSError) as caught:
         with RunLogWriter(path, paper_config) as log:
-            run_episode(make_backend("embedded", paper_config),
-                        make_planner("formation", paper_config), make_reference("eight-slow"),
-                        10.0, logger=log)
+            run_episode(
+                make_backend("embedded", paper_config),
+                make_planner("formation", paper_config),
+                make_reference("eight-slow"),
+                10.0,
+                logger=log,
+            )
     err = caught.value
     assert err.errno == errno.ENOSPC and err.filename == str(path) + ".active"
     assert "No space left on device (the log up to 2 s of simulated time is kept" in err.strerror
@@ -407,11 +437,18 @@ def test_the_writer_memory_does_not_grow_with_the_log(tmp_path, paper_config):
     def period(t0):
         unit = np.tile([1.0, 0.0, 0.0, 0.0], (k, 1))
         samples = WorldSamples(
-            t=t0 + 0.01 * np.arange(1, k + 1), load_p=np.zeros((k, 3)), load_q=unit,
-            load_v=np.zeros((k, 3)), load_omega=np.zeros((k, 3)), uav_p=np.ones((k, n, 3)),
-            uav_q=np.tile([1.0, 0.0, 0.0, 0.0], (k, n, 1)), uav_v=np.zeros((k, n, 3)),
-            uav_omega=np.zeros((k, n, 3)), rotor_speeds=np.full((k, n, 4), 1000.0),
-            cable_tension=np.full((k, n), 5.0))
+            t=t0 + 0.01 * np.arange(1, k + 1),
+            load_p=np.zeros((k, 3)),
+            load_q=unit,
+            load_v=np.zeros((k, 3)),
+            load_omega=np.zeros((k, 3)),
+            uav_p=np.ones((k, n, 3)),
+            uav_q=np.tile([1.0, 0.0, 0.0, 0.0], (k, n, 1)),
+            uav_v=np.zeros((k, n, 3)),
+            uav_omega=np.zeros((k, n, 3)),
+            rotor_speeds=np.full((k, n, 4), 1000.0),
+            cable_tension=np.full((k, n), 5.0),
+        )
         return samples, np.zeros((k, 3)), unit
 
     writer = RunLogWriter(tmp_path / "long.bag", paper_config, fsync=False)

@@ -24,9 +24,15 @@ def fly_logged(config, path):
     def on_period(state, _plans):
         observed.append(state)
 
-    result = run_episode(make_backend("embedded", config), make_planner("formation", config),
-                         make_reference("eight-slow"), 2.0, keep_samples=True,
-                         on_period=on_period, logger=RunLogWriter(path, config))
+    result = run_episode(
+        make_backend("embedded", config),
+        make_planner("formation", config),
+        make_reference("eight-slow"),
+        2.0,
+        keep_samples=True,
+        on_period=on_period,
+        logger=RunLogWriter(path, config),
+    )
     return result, observed
 
 
@@ -38,8 +44,7 @@ def test_observed_states_are_logged_beside_the_true_ones(tmp_path, paper_config)
     np.testing.assert_allclose(run.observed.t, [s.t for s in observed], atol=1e-9)
     np.testing.assert_allclose(run.observed.load_p, [s.load_p for s in observed], atol=1e-12)
     np.testing.assert_allclose(run.observed.uav_v, [s.uav_v for s in observed], atol=1e-12)
-    np.testing.assert_allclose(run.observed.load_omega, [s.load_omega for s in observed],
-                               atol=1e-12)
+    np.testing.assert_allclose(run.observed.load_omega, [s.load_omega for s in observed], atol=1e-12)
     # the samples stay the true state: at the plan times they differ from the observed one
     # by the sensors' error, millimetres
     k = np.searchsorted(run.samples.t, run.observed.t[1:] - 1e-9)

@@ -12,9 +12,15 @@ from cableload_sim.params import SensingParams
 from cableload_sim.physics.sensing import MotionCapture, PoseFilter, Sensors
 from cableload_sim.rotations import quat_angle_between, quat_conjugate, quat_log, quat_multiply
 
-MOCAP = SensingParams(enabled=True, mocap_rate_hz=100.0, latency_s=0.005,
-                      position_noise_m=0.0005, attitude_noise_rad=0.003,
-                      position_bias_m=0.001, attitude_bias_rad=0.005)
+MOCAP = SensingParams(
+    enabled=True,
+    mocap_rate_hz=100.0,
+    latency_s=0.005,
+    position_noise_m=0.0005,
+    attitude_noise_rad=0.003,
+    position_bias_m=0.001,
+    attitude_bias_rad=0.005,
+)
 
 
 def still_poses(bodies: int):
@@ -42,15 +48,15 @@ def test_noise_bias_and_latency_match_the_config(rng):
 
 
 def test_biases_are_drawn_per_body_with_the_configured_spread():
-    biases = np.concatenate([MotionCapture(MOCAP, 10, np.random.default_rng(s)).position_bias
-                             for s in range(200)])
+    biases = np.concatenate(
+        [MotionCapture(MOCAP, 10, np.random.default_rng(s)).position_bias for s in range(200)]
+    )
     assert biases.std() == pytest.approx(0.001, rel=0.05)
     assert abs(biases.mean()) < 4 * 0.001 / np.sqrt(biases.size)
 
 
 def test_a_capture_waits_for_its_latency(paper_config):
-    params = dataclasses.replace(MOCAP, latency_s=0.02, position_bias_m=0.0,
-                                 attitude_bias_rad=0.0)
+    params = dataclasses.replace(MOCAP, latency_s=0.02, position_bias_m=0.0, attitude_bias_rad=0.0)
     sensors = Sensors(params, paper_config.system, np.random.default_rng(0))
     p, q = still_poses(4)
     sensors.start(0.0, p, q)
@@ -113,8 +119,9 @@ def sensed_flight():
     from cableload_sim.trajectories import make_reference
     from planners import make_planner
 
-    config = load_config(overrides=["sensing.enabled=true", "sensing.position_bias_m=0",
-                                    "sensing.attitude_bias_rad=0"])
+    config = load_config(
+        overrides=["sensing.enabled=true", "sensing.position_bias_m=0", "sensing.attitude_bias_rad=0"]
+    )
     pairs = []
 
     class Recording(EmbeddedBackend):
@@ -124,8 +131,7 @@ def sensed_flight():
             return observed
 
     backend = Recording(config)
-    result = run_episode(backend, make_planner("teacher", config),
-                         make_reference("eight-medium"), 12.0)
+    result = run_episode(backend, make_planner("teacher", config), make_reference("eight-medium"), 12.0)
     return result, pairs[20:]  # past the first 2 s (the filters settle from rest)
 
 

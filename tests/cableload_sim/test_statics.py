@@ -84,7 +84,8 @@ def test_closed_loop_hover_tensions_and_thrusts_match_statics(n):
         o = layout.quad_offset(i)
         x[o + layout.QUAD_QUAT : o + layout.QUAD_QUAT + 4] = [1.0, 0.0, 0.0, 0.0]
         x[o + layout.QUAD_ROTOR : o + layout.QUAD_ROTOR + 4] = np.sqrt(
-            quad.mass * system.gravity / (4.0 * quad.rotor.thrust_coeff))
+            quad.mass * system.gravity / (4.0 * quad.rotor.thrust_coeff)
+        )
     sim.set_state(x)
     assert np.all(sim.world_state().cable_tension == 0.0)  # really not the equilibrium
     planner = FormationPlanner(system)

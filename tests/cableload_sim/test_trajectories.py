@@ -90,9 +90,7 @@ def test_derivatives_agree_with_finite_differences(case):
     for quantity, (numerical, analytic) in pairs.items():
         tolerance = 2e-5 * (1.0 + np.max(np.abs(analytic)))
         error = np.max(np.abs(numerical - analytic))
-        assert error < tolerance, (
-            f"{quantity}: finite-difference error {error:.2e} > {tolerance:.2e}"
-        )
+        assert error < tolerance, f"{quantity}: finite-difference error {error:.2e} > {tolerance:.2e}"
 
 
 @pytest.mark.parametrize("case", ALL, ids=_id)
@@ -101,9 +99,7 @@ def test_unit_and_continuous_quaternions(case):
     reference = make_reference(name, orientation=mode, **options)
     q = reference.sample(np.linspace(0.0, 3.0 * (reference.period_s or 5.0), 3000)).q
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-12)
-    assert np.min(np.sum(q[1:] * q[:-1], axis=1)) > 0.99, (
-        "attitude jumps between neighbouring samples"
-    )
+    assert np.min(np.sum(q[1:] * q[:-1], axis=1)) > 0.99, "attitude jumps between neighbouring samples"
 
 
 @pytest.mark.parametrize("case", ALL, ids=_id)
@@ -144,9 +140,7 @@ def test_eight_presets_follow_the_formula_after_the_ramp(preset, ax, ay, w):
     sample = reference.sample(t)
     expected = np.stack([ax * np.cos(w * tau), ay * np.sin(2 * w * tau), np.ones_like(t)], axis=-1)
     np.testing.assert_allclose(sample.p, expected, atol=1e-12)
-    expected_v = np.stack(
-        [-ax * w * np.sin(w * tau), 2 * ay * w * np.cos(2 * w * tau), 0 * t], axis=-1
-    )
+    expected_v = np.stack([-ax * w * np.sin(w * tau), 2 * ay * w * np.cos(2 * w * tau), 0 * t], axis=-1)
     np.testing.assert_allclose(sample.v, expected_v, atol=1e-12)
     assert reference.period_s == pytest.approx(2 * math.pi / w)
 
@@ -202,12 +196,8 @@ def test_rounded_square_geometry_and_constant_speed():
     t = np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 6000)
     sample = reference.sample(t)
     np.testing.assert_allclose(np.linalg.norm(sample.v, axis=1), 1.2, rtol=1e-12)
-    np.testing.assert_allclose(
-        np.max(np.abs(sample.p[:, :2]), axis=0), 2.0, atol=1e-9
-    )  # the sides are flown
-    corner = np.max(
-        np.abs(sample.p[:, 0] + sample.p[:, 1])
-    )  # closest approach to the vertex (2, 2)
+    np.testing.assert_allclose(np.max(np.abs(sample.p[:, :2]), axis=0), 2.0, atol=1e-9)  # the sides are flown
+    corner = np.max(np.abs(sample.p[:, 0] + sample.p[:, 1]))  # closest approach to the vertex (2, 2)
     assert 2.0 + 2.0 - 0.8 * 2 < corner < 4.0
     assert reference.start_pose()[0] == pytest.approx([2.0, 0.0, 1.0])
 
@@ -239,18 +229,14 @@ def test_track_size_speed_and_turn_radius(options):
     reference = make_reference("track:zandvoort", **options)
     described = reference.describe()
     size, speed, min_radius = described["track_size"], described["speed"], described["min_radius"]
-    lap = reference.sample(
-        np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 8000)
-    )
+    lap = reference.sample(np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 8000))
     extent = np.ptp(lap.p[:, :2], axis=0)
     assert np.max(extent) == pytest.approx(size, rel=0.01)
     np.testing.assert_allclose(np.linalg.norm(lap.v, axis=1), speed, rtol=0.01)
     radius = min_turn_radius(reference.curve)
     assert 0.95 * min_radius <= radius < 0.3 * size
     lateral = np.linalg.norm(lap.a, axis=1)
-    assert np.max(lateral) == pytest.approx(
-        speed**2 / radius, rel=0.05
-    )  # curvature finite and bounded
+    assert np.max(lateral) == pytest.approx(speed**2 / radius, rel=0.05)  # curvature finite and bounded
 
 
 def test_track_keeps_the_shape_of_the_circuit():
@@ -258,9 +244,9 @@ def test_track_keeps_the_shape_of_the_circuit():
     raw = _zandvoort_points()
     centre = 0.5 * (raw.min(axis=0) + raw.max(axis=0))
     scaled = (raw - centre) * 6.0 / np.max(np.ptp(raw, axis=0))
-    lap = reference.sample(
-        np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 6000)
-    ).p[:, :2]
+    lap = reference.sample(np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 6000)).p[
+        :, :2
+    ]
     distance = np.min(np.linalg.norm(scaled[:, None, :] - lap[None, :, :], axis=2), axis=1)
     assert np.max(distance) < 0.25  # hairpins open up to the minimum radius, the rest stays close
     assert np.median(distance) < 0.05
@@ -277,9 +263,7 @@ def test_track_from_a_csv_path(tmp_path):
     path = tmp_path / "ellipse.csv"
     path.write_text("\n".join(lines) + "\n")
     reference = make_reference(f"track:{path}", track_size=8.0, speed=1.0, z=2.0)
-    lap = reference.sample(
-        np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 4000)
-    )
+    lap = reference.sample(np.linspace(reference.ramp_s, reference.ramp_s + reference.period_s, 4000))
     np.testing.assert_allclose(np.ptp(lap.p[:, :2], axis=0), [8.0, 4.0], rtol=0.01)
     np.testing.assert_allclose(np.mean(lap.p, axis=0), [0.0, 0.0, 2.0], atol=0.05)
     np.testing.assert_allclose(np.linalg.norm(lap.v, axis=1), 1.0, rtol=0.01)
@@ -472,8 +456,7 @@ ERRORS = [
         "span 0 m across at track_size 20 m, less than a U-turn of min_radius 0.3 m",
     ),
     (
-        lambda tmp: make_reference("track:" + _write(tmp, "huge.csv",
-                                                     "1e308,0\n-1e308,1\n1,1e308\n0,1\n")),
+        lambda tmp: make_reference("track:" + _write(tmp, "huge.csv", "1e308,0\n-1e308,1\n1,1e308\n0,1\n")),
         "coordinate of 1e\\+308 m; expected at most 1e\\+08 m",
     ),
     (
@@ -496,9 +479,7 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "build,message", ERRORS, ids=[re.sub(r"\W+", "_", m)[:40] for _, m in ERRORS]
-)
+@pytest.mark.parametrize("build,message", ERRORS, ids=[re.sub(r"\W+", "_", m)[:40] for _, m in ERRORS])
 def test_bad_input_raises_value_error_naming_the_value(tmp_path, build, message):
     with pytest.raises(ValueError, match=message):
         build(tmp_path)
@@ -513,10 +494,13 @@ def test_user_input_errors_are_usage_errors(tmp_path):
 
 
 def test_a_centerline_with_a_header_row_reads_as_without(tmp_path):
-    rows = "".join(f"{4 * np.cos(a):.6f},{3 * np.sin(a):.6f},5.0,5.0\n"
-                   for a in np.linspace(0.0, 2 * np.pi, 40, endpoint=False))
+    rows = "".join(
+        f"{4 * np.cos(a):.6f},{3 * np.sin(a):.6f},5.0,5.0\n"
+        for a in np.linspace(0.0, 2 * np.pi, 40, endpoint=False)
+    )
     plain = make_reference("track:" + _write(tmp_path, "plain.csv", rows))
-    header = make_reference("track:" + _write(tmp_path, "header.csv",
-                                               "x_m,y_m,w_tr_right_m,w_tr_left_m\n" + rows))
+    header = make_reference(
+        "track:" + _write(tmp_path, "header.csv", "x_m,y_m,w_tr_right_m,w_tr_left_m\n" + rows)
+    )
     t = np.linspace(0.0, 20.0, 50)
     np.testing.assert_array_equal(header.sample(t).p, plain.sample(t).p)

@@ -122,7 +122,8 @@ def make_sim(n: int) -> Simulator:
     config = load_config(uavs=n)
     deltas = tuple(0.004 * (-1) ** i for i in range(n))
     config = dataclasses.replace(
-        config, mismatch=MismatchParams(load_mass_scale=1.15, cable_length_deltas=deltas))
+        config, mismatch=MismatchParams(load_mass_scale=1.15, cable_length_deltas=deltas)
+    )
     sim = Simulator(config)
     for i in range(n):
         qm = layout.quad_model_offset(i)
@@ -134,8 +135,9 @@ def make_sim(n: int) -> Simulator:
     return sim
 
 
-def random_state(sim: Simulator, rng: np.random.Generator, slack=(), taut=(), speed=0.3,
-                 spin=1.0, rotor_noise=150.0) -> np.ndarray:
+def random_state(
+    sim: Simulator, rng: np.random.Generator, slack=(), taut=(), speed=0.3, spin=1.0, rotor_noise=150.0
+) -> np.ndarray:
     """The simulator's hover state perturbed: load moved by cm and turned by a few degrees,
     quadrotors turned, each cable's direction tilted by a few degrees and its length set slack
     (1 to 3 cm short; cables in ``slack``), stretched (0.2 to 3 mm; cables in ``taut``) or
@@ -156,8 +158,7 @@ def random_state(sim: Simulator, rng: np.random.Generator, slack=(), taut=(), sp
     load_end = pos[0] + M.load_attach @ R[0].T
     direction = cables.direction + rng.normal(0.0, 0.05, (n, 3))
     direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-    stretch = np.where(rng.random(n) < 0.5, -rng.uniform(0.01, 0.03, n),
-                       rng.uniform(2e-4, 3e-3, n))
+    stretch = np.where(rng.random(n) < 0.5, -rng.uniform(0.01, 0.03, n), rng.uniform(2e-4, 3e-3, n))
     stretch[list(slack)] = -rng.uniform(0.01, 0.03, len(slack))
     stretch[list(taut)] = rng.uniform(2e-4, 3e-3, len(taut))
     quad_end = load_end + (M.rest_length + stretch)[:, None] * direction
@@ -181,8 +182,7 @@ def kernel_forces(x, model, n, wrench):
     force = np.empty((n + 1, 3))
     torque = np.empty((n + 1, 3))
     tension = np.empty(n)
-    kernels.compute_forces(x, model, n, np.asarray(wrench, dtype=float), R, force, torque,
-                           tension)
+    kernels.compute_forces(x, model, n, np.asarray(wrench, dtype=float), R, force, torque, tension)
     return force, torque, tension, R
 
 
@@ -232,8 +232,9 @@ def test_compute_forces_mechanics():
     b = twin.unpack_state(x, n)
     thrust = twin.rotor_thrusts(b.rotor, M.kf).sum(axis=1)
     R3 = R.reshape(n + 1, 3, 3)
-    external = wrench[:3] - M.mass.sum() * M.gravity * np.eye(3)[2] \
-        + (R3[1:, :, 2] * thrust[:, None]).sum(axis=0)
+    external = (
+        wrench[:3] - M.mass.sum() * M.gravity * np.eye(3)[2] + (R3[1:, :, 2] * thrust[:, None]).sum(axis=0)
+    )
     assert_close(force.sum(axis=0), external, 1e-12, FORCE_FLOOR, "total force")
     c = twin.cable_state(b, M)
     assert tension[0] == 0.0
@@ -259,8 +260,22 @@ def test_compute_forces_mechanics():
 # --- one physics step ------------------------------------------------------------------------
 
 
-def kernel_advance(sim, x, ctrl, plans, status, counters, step0, n_steps, wrench, stats=None,
-                   log_every=0, log_rows=0, model=None, fcache=None):
+def kernel_advance(
+    sim,
+    x,
+    ctrl,
+    plans,
+    status,
+    counters,
+    step0,
+    n_steps,
+    wrench,
+    stats=None,
+    log_every=0,
+    log_rows=0,
+    model=None,
+    fcache=None,
+):
     """kernels.advance on copies; returns the new arrays (the kernel writes in place).
     ``fcache``: the (forces, valid) pair a previous call returned, or None for a fresh start."""
     n = sim.n
@@ -270,22 +285,57 @@ def kernel_advance(sim, x, ctrl, plans, status, counters, step0, n_steps, wrench
     log_x = np.full((log_rows, x.size), np.nan)
     log_tension = np.full((log_rows, n), np.nan)
     sys = sim.kernel_model()._replace(physics=sim.model if model is None else model)
-    data = layout.SimData(x=x, ctrl=ctrl, plans=plans, plan_status=status, counters=counters,
-                          stats=stats, fcache=forces, fvalid=valid)
-    rows = kernels.advance(sys, data, step0, n_steps, np.atleast_2d(wrench),
-                           layout.SimLog(log_every, log_x, log_tension))
-    return dict(x=x, ctrl=ctrl, plan_status=status, counters=counters, stats=stats, rows=rows,
-                log_x=log_x, log_tension=log_tension, fcache=(forces, valid))
+    data = layout.SimData(
+        x=x,
+        ctrl=ctrl,
+        plans=plans,
+        plan_status=status,
+        counters=counters,
+        stats=stats,
+        fcache=forces,
+        fvalid=valid,
+    )
+    rows = kernels.advance(
+        sys, data, step0, n_steps, np.atleast_2d(wrench), layout.SimLog(log_every, log_x, log_tension)
+    )
+    return dict(
+        x=x,
+        ctrl=ctrl,
+        plan_status=status,
+        counters=counters,
+        stats=stats,
+        rows=rows,
+        log_x=log_x,
+        log_tension=log_tension,
+        fcache=(forces, valid),
+    )
 
 
-def twin_advance(sim, x, ctrl, plans, status, counters, step0, n_steps, wrench, stats=None,
-                 log_every=0, log_rows=0):
+def twin_advance(
+    sim, x, ctrl, plans, status, counters, step0, n_steps, wrench, stats=None, log_every=0, log_rows=0
+):
     n = sim.n
     stats = layout.new_stats(n) if stats is None else stats
-    return twin.advance(x, ctrl, plans, status, counters, sim.model, sim.cmodel, sim.gains, n,
-                        step0, sim.h, n_steps, sim.decimation, np.atleast_2d(wrench), stats,
-                        log_every, np.full((log_rows, x.size), np.nan),
-                        np.full((log_rows, n), np.nan))
+    return twin.advance(
+        x,
+        ctrl,
+        plans,
+        status,
+        counters,
+        sim.model,
+        sim.cmodel,
+        sim.gains,
+        n,
+        step0,
+        sim.h,
+        n_steps,
+        sim.decimation,
+        np.atleast_2d(wrench),
+        stats,
+        log_every,
+        np.full((log_rows, x.size), np.nan),
+        np.full((log_rows, n), np.nan),
+    )
 
 
 @pytest.mark.parametrize("n", N_UAVS)
@@ -306,10 +356,10 @@ def test_physics_step_matches_twin(n):
         cache = kernel_forces(x, sim.model, n, wrench[0])
         momenta = twin.angular_momenta(twin.unpack_state(x, n), twin.unpack_model(sim.model, n))
         fcache = (np.hstack([cache[0], cache[1], momenta]), np.ones(1, dtype=np.int64))
-        out = kernel_advance(sim, x, ctrl, sim.plans, sim.plan_status, sim.counters, 1, 1,
-                             wrench[1:], fcache=fcache)
-        x_twin, tension = twin.physics_step(x, ctrl[:, cmd], sim.model, n, sim.h, wrench[0],
-                                            wrench[1])
+        out = kernel_advance(
+            sim, x, ctrl, sim.plans, sim.plan_status, sim.counters, 1, 1, wrench[1:], fcache=fcache
+        )
+        x_twin, tension = twin.physics_step(x, ctrl[:, cmd], sim.model, n, sim.h, wrench[0], wrench[1])
         assert_states_close(out["x"], x_twin, n, STEP_REL, f"n={n} trial {trial}")
         np.testing.assert_array_equal(out["ctrl"], ctrl)  # no controller update ran
         # statistics after one step: one step, slack streaks of h
@@ -369,14 +419,14 @@ def test_physics_step_obeys_the_laws_of_motion(n):
         force0, torque0, _, _ = kernel_forces(x0, sim.model, n, wrench[0])
         momenta0 = twin.angular_momenta(twin.unpack_state(x0, n), twin.unpack_model(sim.model, n))
         fcache = (np.hstack([force0, torque0, momenta0]), np.ones(1, dtype=np.int64))
-        x1 = kernel_advance(sim, x0, ctrl, sim.plans, sim.plan_status, sim.counters, 1, 1,
-                            wrench[1:], fcache=fcache)["x"]
+        x1 = kernel_advance(
+            sim, x0, ctrl, sim.plans, sim.plan_status, sim.counters, 1, 1, wrench[1:], fcache=fcache
+        )["x"]
         what = f"n={n} trial {trial}"
         M = twin.unpack_model(sim.model, n)
         b0, b1 = twin.unpack_state(x0, n), twin.unpack_state(x1, n)
         decay = np.exp(-h / M.motor_tau)[:, None]
-        assert_close(b1.rotor, ctrl[:, cmd] + (b0.rotor - ctrl[:, cmd]) * decay, 1e-14, 1.0,
-                     f"rotors {what}")
+        assert_close(b1.rotor, ctrl[:, cmd] + (b0.rotor - ctrl[:, cmd]) * decay, 1e-14, 1.0, f"rotors {what}")
         f0, g0 = external_force_and_torque(x0, sim.model, n, wrench[0])
         f1, g1 = external_force_and_torque(x1, sim.model, n, wrench[1])
         lin0, ang0 = momenta(x0, sim.model, n)
@@ -397,14 +447,18 @@ def sinusoid_motion(params, t):
     t' = t - t0, per axis; small sinusoidal body rates."""
     p_start, t0, amp, om, ph = params
     arg = om * (np.asarray(t) - t0)[..., None] + ph
-    return (p_start + amp * (np.sin(arg) - np.sin(ph)), amp * om * np.cos(arg),
-            -amp * om**2 * np.sin(arg), -amp * om**3 * np.cos(arg), 0.1 * np.sin(arg + 1.0))
+    return (
+        p_start + amp * (np.sin(arg) - np.sin(ph)),
+        amp * om * np.cos(arg),
+        -amp * om**2 * np.sin(arg),
+        -amp * om**3 * np.cos(arg),
+        0.1 * np.sin(arg + 1.0),
+    )
 
 
 def motion_params(rng, p_start, t0):
     """Amplitudes 0.05-0.2 m and 1.5-4 rad/s per axis."""
-    return (p_start, t0, rng.uniform(0.05, 0.2, 3), rng.uniform(1.5, 4.0, 3),
-            rng.uniform(0.0, 2 * np.pi, 3))
+    return (p_start, t0, rng.uniform(0.05, 0.2, 3), rng.uniform(1.5, 4.0, 3), rng.uniform(0.0, 2 * np.pi, 3))
 
 
 def moving_trajectory(rng, p_start, t0, duration_scale=1.0):
@@ -420,9 +474,13 @@ def plan_array(traj: UavTrajectory) -> np.ndarray:
     """The trajectory buffer rows of one plan (as Simulator.send_plan writes them)."""
     plan = np.zeros((traj.n_nodes, layout.TR_SIZE))
     plan[:, layout.TR_TIME] = traj.t
-    for field, values in ((layout.TR_POS, traj.p), (layout.TR_VEL, traj.v),
-                          (layout.TR_ACC, traj.a), (layout.TR_JERK, traj.j),
-                          (layout.TR_RATE, traj.body_rates)):
+    for field, values in (
+        (layout.TR_POS, traj.p),
+        (layout.TR_VEL, traj.v),
+        (layout.TR_ACC, traj.a),
+        (layout.TR_JERK, traj.j),
+        (layout.TR_RATE, traj.body_rates),
+    ):
         plan[:, field : field + 3] = values
     return plan
 
@@ -446,11 +504,13 @@ def test_sample_plan_matches_twin():
     rng = np.random.default_rng(300)
     plan = plan_array(moving_trajectory(rng, np.zeros(3), 0.5))
     times = plan[:, layout.TR_TIME]
-    ts = np.concatenate([
-        rng.uniform(times[0] - 0.1, times[-1] + 0.1, 60),
-        times,  # exactly on the nodes
-        [times[0] - 1.0, times[-1] + 1e-9, np.nextafter(times[0], np.inf)],
-    ])
+    ts = np.concatenate(
+        [
+            rng.uniform(times[0] - 0.1, times[-1] + 0.1, 60),
+            times,  # exactly on the nodes
+            [times[0] - 1.0, times[-1] + 1e-9, np.nextafter(times[0], np.inf)],
+        ]
+    )
     seen = set()
     for t in ts:
         for hint in (0, 3, N_NODES - 2, N_NODES - 1, -1, 100):
@@ -461,8 +521,7 @@ def test_sample_plan_matches_twin():
                 assert ref_twin is None and t > times[-1]
                 seen.add("after")
                 continue
-            assert_close(ref.as_vector(), ref_twin.as_vector(), PLAN_REL, 1.0,
-                         f"sample t={t} hint={hint}")
+            assert_close(ref.as_vector(), ref_twin.as_vector(), PLAN_REL, 1.0, f"sample t={t} hint={hint}")
             seen.add("before" if t <= times[0] else "inside")
     assert seen == {"before", "inside", "after"}
 
@@ -513,8 +572,7 @@ def random_controller_state(rng, sim, x, i):
     for start, value in blocks.items():
         cs[start : start + 3] = value
     # the slow pull near what the filters say the cable pulls now
-    cs[layout.CS_PULL_SLOW : layout.CS_PULL_SLOW + 3] = settled_pull(sim, cs, i) \
-        + rng.normal(0.0, 0.5, 3)
+    cs[layout.CS_PULL_SLOW : layout.CS_PULL_SLOW + 3] = settled_pull(sim, cs, i) + rng.normal(0.0, 0.5, 3)
     yaw = rng.uniform(-np.pi, np.pi)
     cs[layout.CS_HEADING : layout.CS_HEADING + 2] = np.cos(yaw), np.sin(yaw)
     cs[layout.CS_MODE] = rng.choice([layout.MODE_TRACKING, layout.MODE_HOLD_NO_PLAN])
@@ -528,16 +586,18 @@ def settled_pull(sim, cs, i):
     """The cable's pull the INDI filters of ``cs`` estimate, m a_filt - F_filt + m g e_z (N)."""
     mass = twin.quad_model(sim.cmodel, i).mass
     g = sim.cmodel[layout.M_GRAVITY]
-    return mass * cs[layout.CS_ACC_FILT : layout.CS_ACC_FILT + 3] \
-        - cs[layout.CS_FORCE_FILT : layout.CS_FORCE_FILT + 3] + [0.0, 0.0, mass * g]
+    return (
+        mass * cs[layout.CS_ACC_FILT : layout.CS_ACC_FILT + 3]
+        - cs[layout.CS_FORCE_FILT : layout.CS_FORCE_FILT + 3]
+        + [0.0, 0.0, mass * g]
+    )
 
 
 def kernel_controller(sim, x, i, cs, plan, status, counters, t):
     cs, status, counters = cs.copy(), status.copy(), counters.copy()
     _, _, _, R = kernel_forces(x, sim.model, sim.n, np.zeros(6))
     scratch = np.full(kernels.SC_SIZE, np.nan)
-    kernels.controller_update(x, i, cs, plan, status, counters, sim.cmodel, sim.gains, t, R,
-                              scratch)
+    kernels.controller_update(x, i, cs, plan, status, counters, sim.cmodel, sim.gains, t, R, scratch)
     return cs, status, counters
 
 
@@ -561,8 +621,7 @@ def scenario_plan(rng, kind, p, t):
     start = t - 0.05
     if kind == "expired":
         start = t - 3.0
-    traj = moving_trajectory(rng, p + (np.array([2.0, -1.5, 1.0]) if kind == "far" else 0.0),
-                             start)
+    traj = moving_trajectory(rng, p + (np.array([2.0, -1.5, 1.0]) if kind == "far" else 0.0), start)
     plan = plan_array(traj)
     if kind == "nan":
         plan[rng.integers(N_NODES), layout.TR_POS + 1] = np.nan
@@ -581,8 +640,13 @@ def test_controller_update_matches_twin(n):
     taken = {}
     for trial in range(2):
         wild = trial == 1
-        x = random_state(sim, rng, speed=3.0 if wild else 0.3, spin=6.0 if wild else 1.0,
-                         rotor_noise=600.0 if wild else 150.0)
+        x = random_state(
+            sim,
+            rng,
+            speed=3.0 if wild else 0.3,
+            spin=6.0 if wild else 1.0,
+            rotor_noise=600.0 if wild else 150.0,
+        )
         t = 1.0 + 0.002 * rng.integers(0, 100)
         for name, kind, status0, fresh in SCENARIOS:
             i = int(rng.integers(n))
@@ -591,10 +655,8 @@ def test_controller_update_matches_twin(n):
             plans[i] = scenario_plan(rng, kind, quad_pos(x, i), t)
             status[i] = status0
             counters = rng.integers(0, 5, (n, layout.K_SIZE)).astype(float)
-            cs_k, status_k, counters_k = kernel_controller(sim, x, i, cs, plans[i], status,
-                                                           counters, t)
-            res = twin.controller_update(x, i, cs, plans[i], status, counters, sim.cmodel,
-                                         sim.gains, t)
+            cs_k, status_k, counters_k = kernel_controller(sim, x, i, cs, plans[i], status, counters, t)
+            res = twin.controller_update(x, i, cs, plans[i], status, counters, sim.cmodel, sim.gains, t)
             what = f"n={n} {name} trial {trial}"
             assert_ctrl_close(cs_k, res.cs, CTRL_REL, what)
             np.testing.assert_array_equal(status_k, res.plan_status, err_msg=what)
@@ -603,10 +665,20 @@ def test_controller_update_matches_twin(n):
             for key, value in res.info.items():
                 taken.setdefault(key, set()).add(value)
     # the cases covered what they should: every mode, and both sides of every limiter
-    assert taken["mode"] == {layout.MODE_TRACKING, layout.MODE_HOLD_NO_PLAN,
-                             layout.MODE_HOLD_EXPIRED, layout.MODE_HOLD_REJECTED}
-    for key in ("error_clipped", "tilt_limited", "tilt_braked", "yaw_dropped", "thrust_shifted",
-                "rotor_clipped"):
+    assert taken["mode"] == {
+        layout.MODE_TRACKING,
+        layout.MODE_HOLD_NO_PLAN,
+        layout.MODE_HOLD_EXPIRED,
+        layout.MODE_HOLD_REJECTED,
+    }
+    for key in (
+        "error_clipped",
+        "tilt_limited",
+        "tilt_braked",
+        "yaw_dropped",
+        "thrust_shifted",
+        "rotor_clipped",
+    ):
         assert taken[key] == {False, True}, key
 
 
@@ -648,8 +720,7 @@ def test_controller_saturation_and_upside_down():
         # a steady demand: the slow pull agrees with the filters (nothing to yield to)
         cs[layout.CS_PULL_SLOW : layout.CS_PULL_SLOW + 3] = settled_pull(sim, cs, i)
         cs_k, _, _ = kernel_controller(sim, xc, i, cs, plans[i], status, counters, 1.0)
-        res = twin.controller_update(xc, i, cs, plans[i], status, counters, sim.cmodel,
-                                     sim.gains, 1.0)
+        res = twin.controller_update(xc, i, cs, plans[i], status, counters, sim.cmodel, sim.gains, 1.0)
         assert_ctrl_close(cs_k, res.cs, CTRL_REL, name)
         speeds = cs_k[layout.CS_ROTOR_CMD : layout.CS_ROTOR_CMD + 4]
         assert np.all(speeds >= quad.speed_min * (1 - 1e-12))
@@ -703,15 +774,36 @@ def test_closed_loop_matches_twin(n):
         if chunk == 1:  # new plans mid-flight for quadrotor 1 (valid) and 0 (NaN: rejected)
             assert np.array_equal(k["plan_status"], tw["plan_status"])
             kinds1 = ["nan", "moving"] + [None] * (n - 2)
-            plans, status = send_plans(rng, plans, k["plan_status"], k["x"], n, step0 * sim.h,
-                                       kinds1)
+            plans, status = send_plans(rng, plans, k["plan_status"], k["x"], n, step0 * sim.h, kinds1)
             k["plan_status"] = tw["plan_status"] = status
-        k = kernel_advance(sim, k["x"], k["ctrl"], plans, k["plan_status"], k["counters"],
-                           step0, 250, wrench[step0 : step0 + 250], k["stats"], log_every=50,
-                           log_rows=6)
-        res = twin_advance(sim, tw["x"], tw["ctrl"], plans, tw["plan_status"],
-                           tw["counters"], step0, 250, wrench[step0 : step0 + 250], tw["stats"],
-                           log_every=50, log_rows=6)
+        k = kernel_advance(
+            sim,
+            k["x"],
+            k["ctrl"],
+            plans,
+            k["plan_status"],
+            k["counters"],
+            step0,
+            250,
+            wrench[step0 : step0 + 250],
+            k["stats"],
+            log_every=50,
+            log_rows=6,
+        )
+        res = twin_advance(
+            sim,
+            tw["x"],
+            tw["ctrl"],
+            plans,
+            tw["plan_status"],
+            tw["counters"],
+            step0,
+            250,
+            wrench[step0 : step0 + 250],
+            tw["stats"],
+            log_every=50,
+            log_rows=6,
+        )
         tw = res._asdict()
         infos += res.infos
         what = f"n={n} after step {step0 + 250}"
@@ -753,13 +845,22 @@ def chunked_vs_single(damping: bool):
     if not damping:
         for i in range(n):
             model[layout.cable_model_offset(n, i) + layout.CM_DAMPING] = 0.0
-    one = kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps, wrench,
-                         model=model)
-    a = kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps // 2, wrench,
-                       model=model)
-    b = kernel_advance(sim, a["x"], a["ctrl"], plans, a["plan_status"], a["counters"],
-                       steps // 2, steps // 2, wrench, a["stats"], model=model,
-                       fcache=a["fcache"])
+    one = kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps, wrench, model=model)
+    a = kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps // 2, wrench, model=model)
+    b = kernel_advance(
+        sim,
+        a["x"],
+        a["ctrl"],
+        plans,
+        a["plan_status"],
+        a["counters"],
+        steps // 2,
+        steps // 2,
+        wrench,
+        a["stats"],
+        model=model,
+        fcache=a["fcache"],
+    )
     return n, one, b
 
 
@@ -813,12 +914,17 @@ def _subprocess_main(mode: str, out: str) -> None:
     if mode == "clean":
         stack = lambda a: np.stack([a] * BATCH_B)  # noqa: E731
         forces, valid = layout.empty_force_cache(n)
-        batch = layout.SimData(x=stack(x), ctrl=stack(sim.ctrl), plans=stack(plans),
-                               plan_status=stack(status), counters=stack(sim.counters),
-                               stats=stack(layout.new_stats(n)), fcache=stack(forces),
-                               fvalid=stack(valid))
-        kernels.advance_batch(sim.kernel_model(), stack(sim.model), batch, 0, steps,
-                              stack(wrench))
+        batch = layout.SimData(
+            x=stack(x),
+            ctrl=stack(sim.ctrl),
+            plans=stack(plans),
+            plan_status=stack(status),
+            counters=stack(sim.counters),
+            stats=stack(layout.new_stats(n)),
+            fcache=stack(forces),
+            fvalid=stack(valid),
+        )
+        kernels.advance_batch(sim.kernel_model(), stack(sim.model), batch, 0, steps, stack(wrench))
         for key in ("x", "ctrl", "plan_status", "counters", "stats"):
             result["batch_" + key] = getattr(batch, key)
     result["x0"] = x
@@ -829,10 +935,11 @@ def run_in_subprocess(mode, tmp_dir):
     import subprocess
 
     out = str(Path(tmp_dir) / f"{mode}.npz")
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-            f"import test_twins; test_twins._subprocess_main({mode!r}, {out!r})")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"import test_twins; test_twins._subprocess_main({mode!r}, {out!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     with np.load(out) as data:
         return dict(data)
@@ -860,16 +967,19 @@ def test_advance_does_not_depend_on_what_ran_before(clean_run, tmp_path):
     other = run_in_subprocess("controller_first", tmp_path)
     np.testing.assert_array_equal(other["x0"], clean_run["x0"])
     for key in ("x", "ctrl", "stats"):
-        np.testing.assert_array_equal(other["single_" + key], clean_run["single_" + key],
-                                      err_msg=key)
+        np.testing.assert_array_equal(other["single_" + key], clean_run["single_" + key], err_msg=key)
 
 
 def test_advance_is_deterministic():
     """In one process, the same inputs twice give bit-identical results (logs included)."""
     n, steps = 4, 200
     sim, x, plans, status, wrench = loop_inputs(n, 700, steps)
-    runs = [kernel_advance(sim, x, sim.ctrl, plans, status, sim.counters, 0, steps, wrench,
-                           log_every=20, log_rows=10) for _ in range(2)]
+    runs = [
+        kernel_advance(
+            sim, x, sim.ctrl, plans, status, sim.counters, 0, steps, wrench, log_every=20, log_rows=10
+        )
+        for _ in range(2)
+    ]
     for key in ("x", "ctrl", "plan_status", "counters", "stats", "log_x", "log_tension"):
         np.testing.assert_array_equal(runs[0][key], runs[1][key], err_msg=key)
     assert runs[0]["rows"] == runs[1]["rows"] == 10

@@ -30,8 +30,14 @@ from learners.export import (
 from learners.network import NetworkConfig, StudentNet
 from learners.store import RunStore
 
-TINY_NET = {"history": 4, "channels": 8, "stream_features": 8, "latent": 16,
-            "decoder_hidden": 16, "decoder_layers": 2}
+TINY_NET = {
+    "history": 4,
+    "channels": 8,
+    "stream_features": 8,
+    "latent": 16,
+    "decoder_hidden": 16,
+    "decoder_layers": 2,
+}
 
 
 class _Payload:
@@ -82,9 +88,24 @@ def test_policy_directory_with_malicious_checkpoint(tmp_path, runtime):
     with pytest.raises(UnsafeCheckpoint):
         load_policy(policy, runtime)
     result = subprocess.run(
-        [sys.executable, "-m", "cableload_sim.cli", "simulate", "--planner", "student",
-         "--policy", str(policy), "--runtime", runtime, "--duration", "1"],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "cableload_sim.cli",
+            "simulate",
+            "--planner",
+            "student",
+            "--policy",
+            str(policy),
+            "--runtime",
+            runtime,
+            "--duration",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "refused" in lines[0] and "student.pt" in lines[0], result.stderr
@@ -95,19 +116,33 @@ def test_policy_directory_with_malicious_checkpoint(tmp_path, runtime):
 def test_resume_with_malicious_checkpoint_runs_nothing(tmp_path):
     marker = tmp_path / "pwned"
     config_path = tmp_path / "tiny.toml"
-    config_path.write_text("[network]\n" + "".join(f"{k} = {v}\n" for k, v in TINY_NET.items())
-                           + "[dagger]\nrounds = 2\neval_s = 0.0\n")
-    config = train_config_from_dict({"network": TINY_NET, "dagger": {"rounds": 2,
-                                                                     "eval_s": 0.0}})
+    config_path.write_text(
+        "[network]\n"
+        + "".join(f"{k} = {v}\n" for k, v in TINY_NET.items())
+        + "[dagger]\nrounds = 2\neval_s = 0.0\n"
+    )
+    config = train_config_from_dict({"network": TINY_NET, "dagger": {"rounds": 2, "eval_s": 0.0}})
     run = tmp_path / "run"
     store = RunStore(run)
-    store.write_config({**config.to_dict(),
-                        "system": _system_config(config.system_config).to_dict()})
+    store.write_config({**config.to_dict(), "system": _system_config(config.system_config).to_dict()})
     store.checkpoint_path(0).parent.mkdir(parents=True)
     store.checkpoint_path(0).write_bytes(malicious_checkpoint(marker))
     result = subprocess.run(
-        [sys.executable, "-m", "cableload_sim.cli", "train", "--config", str(config_path),
-         "--out", str(run), "--resume"], capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "cableload_sim.cli",
+            "train",
+            "--config",
+            str(config_path),
+            "--out",
+            str(run),
+            "--resume",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stderr
     assert "round_000.pt: refused" in result.stderr and "Traceback" not in result.stderr
     assert not marker.exists()
@@ -117,16 +152,27 @@ def test_worker_refuses_malicious_policy_bytes(tmp_path):
     """The bytes a DAgger worker (local process or Ray) receives go through the same check."""
     marker = tmp_path / "pwned"
     config = train_config_from_dict({"network": TINY_NET})
-    task = EpisodeTask(config=config.to_dict(), system_config="paper", round_index=3, episode=0,
-                       beta=1.0, trajectory="eight-slow", orientation="constant",
-                       disturbance=None, policy=malicious_checkpoint(marker), seed=1)
+    task = EpisodeTask(
+        config=config.to_dict(),
+        system_config="paper",
+        round_index=3,
+        episode=0,
+        beta=1.0,
+        trajectory="eight-slow",
+        orientation="constant",
+        disturbance=None,
+        policy=malicious_checkpoint(marker),
+        seed=1,
+    )
     with pytest.raises(UnsafeCheckpoint, match="round 3 policy: refused"):
         collect_episode(task)
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("content", [b"", b"PK\x03\x04" + bytes(100)]
-                         + [np.random.default_rng(seed).bytes(4096) for seed in range(40)])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"PK\x03\x04" + bytes(100)] + [np.random.default_rng(seed).bytes(4096) for seed in range(40)],
+)
 def test_corrupted_checkpoint_is_a_clear_error(tmp_path, content):
     path = tmp_path / "student.pt"
     path.write_bytes(content)
@@ -146,8 +192,9 @@ def test_written_checkpoints_hold_plain_values_only():
     """NumPy numbers in the extras (evaluation figures) become Python numbers, so every
     checkpoint this code writes loads under the weights-only rule."""
     net = StudentNet(NetworkConfig(**TINY_NET))
-    blob = checkpoint_bytes(net, {"info": {"rmse": np.float64(0.02), "rounds": np.int64(3),
-                                           "errors": np.array([1.0, 2.0])}})
+    blob = checkpoint_bytes(
+        net, {"info": {"rmse": np.float64(0.02), "rounds": np.int64(3), "errors": np.array([1.0, 2.0])}}
+    )
     data = read_checkpoint(blob, "written")
     assert data["info"] == {"rmse": 0.02, "rounds": 3, "errors": [1.0, 2.0]}
     assert type(data["info"]["rmse"]) is float

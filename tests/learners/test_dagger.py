@@ -18,10 +18,23 @@ from learners.dagger import EpisodeTask, betas, collect_episode, train
 from learners.store import RunStore
 
 TINY = {
-    "network": {"history": 4, "channels": 8, "stream_features": 8, "latent": 16,
-                "decoder_hidden": 16, "decoder_layers": 2},
-    "dagger": {"rounds": 3, "epochs": 2, "episodes_per_round": 1, "episode_s": 2.0,
-               "disturbance_rounds": 1, "eval_s": 0.0, "seed": 5},
+    "network": {
+        "history": 4,
+        "channels": 8,
+        "stream_features": 8,
+        "latent": 16,
+        "decoder_hidden": 16,
+        "decoder_layers": 2,
+    },
+    "dagger": {
+        "rounds": 3,
+        "epochs": 2,
+        "episodes_per_round": 1,
+        "episode_s": 2.0,
+        "disturbance_rounds": 1,
+        "eval_s": 0.0,
+        "seed": 5,
+    },
     "training": {"batch_size": 64, "workers": 1},
 }
 
@@ -55,10 +68,24 @@ def test_train_config_errors_are_clear(tmp_path):
 
 
 def run_cli_train(config: Path, out: Path, resume=False):
-    cmd = [sys.executable, "-m", "cableload_sim.cli", "train", "--config", str(config), "--out",
-           str(out), "--json"] + (["--resume"] if resume else [])
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "cableload_sim.cli",
+        "train",
+        "--config",
+        str(config),
+        "--out",
+        str(out),
+        "--json",
+    ] + (["--resume"] if resume else [])
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 def test_killed_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
@@ -108,9 +135,18 @@ def test_killed_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
 def tiny_task(beta=0.0, policy=None, seed=1):
     config = train_config_from_dict(TINY)
     resolved = config.to_dict()
-    return EpisodeTask(config=resolved, system_config="paper", round_index=0, episode=0,
-                       beta=beta, trajectory="eight-medium", orientation="constant",
-                       disturbance=None, policy=policy, seed=seed)
+    return EpisodeTask(
+        config=resolved,
+        system_config="paper",
+        round_index=0,
+        episode=0,
+        beta=beta,
+        trajectory="eight-medium",
+        orientation="constant",
+        disturbance=None,
+        policy=policy,
+        seed=seed,
+    )
 
 
 def test_collected_samples_label_every_quadrotor_every_decision():
@@ -135,11 +171,13 @@ def test_ray_and_the_process_pool_collect_the_same_data_for_the_same_seed(tmp_pa
     pytest.importorskip("ray")
     import torch
 
-    config = train_config_from_dict({
-        **TINY,
-        "dagger": {**TINY["dagger"], "rounds": 2, "episodes_per_round": 2,
-                   "disturbance_rounds": 0},
-        "training": {"batch_size": 64, "workers": 2, "torch_threads": 1}})
+    config = train_config_from_dict(
+        {
+            **TINY,
+            "dagger": {**TINY["dagger"], "rounds": 2, "episodes_per_round": 2, "disturbance_rounds": 0},
+            "training": {"batch_size": 64, "workers": 2, "torch_threads": 1},
+        }
+    )
     runs = {}
     for executor in ("local", "ray"):
         out = tmp_path / executor
@@ -154,10 +192,10 @@ def test_ray_and_the_process_pool_collect_the_same_data_for_the_same_seed(tmp_pa
         local, ray_ = stores["local"].read_shard(k), stores["ray"].read_shard(k)
         assert sorted(local) == sorted(ray_)
         for name in local:
-            np.testing.assert_array_equal(np.asarray(local[name]), np.asarray(ray_[name]),
-                                          err_msg=f"round {k} {name}")
-    weights = {k: torch.load(v / "policy" / "student.pt", weights_only=True)
-               for k, v in runs.items()}
+            np.testing.assert_array_equal(
+                np.asarray(local[name]), np.asarray(ray_[name]), err_msg=f"round {k} {name}"
+            )
+    weights = {k: torch.load(v / "policy" / "student.pt", weights_only=True) for k, v in runs.items()}
     state = {k: w["state_dict"] if "state_dict" in w else w for k, w in weights.items()}
     for name, tensor in state["local"].items():
         assert torch.equal(tensor, state["ray"][name]), name
@@ -167,14 +205,30 @@ def test_best_round_is_the_completed_one_with_the_smallest_error():
     from learners.dagger import select_round
 
     rows = [
-        {"round": 0, "eval_status": "diverged", "eval_rmse_position_m": 0.001,
-         "eval_rmse_orientation_deg": 0.1},
-        {"round": 1, "eval_status": "completed", "eval_rmse_position_m": 0.02,
-         "eval_rmse_orientation_deg": 1.5},
-        {"round": 2, "eval_status": "completed", "eval_rmse_position_m": 0.03,
-         "eval_rmse_orientation_deg": 1.0},
-        {"round": 3, "eval_status": "completed", "eval_rmse_position_m": float("nan"),
-         "eval_rmse_orientation_deg": 1.0},
+        {
+            "round": 0,
+            "eval_status": "diverged",
+            "eval_rmse_position_m": 0.001,
+            "eval_rmse_orientation_deg": 0.1,
+        },
+        {
+            "round": 1,
+            "eval_status": "completed",
+            "eval_rmse_position_m": 0.02,
+            "eval_rmse_orientation_deg": 1.5,
+        },
+        {
+            "round": 2,
+            "eval_status": "completed",
+            "eval_rmse_position_m": 0.03,
+            "eval_rmse_orientation_deg": 1.0,
+        },
+        {
+            "round": 3,
+            "eval_status": "completed",
+            "eval_rmse_position_m": float("nan"),
+            "eval_rmse_orientation_deg": 1.0,
+        },
     ]
     assert select_round(rows, "best") == 1  # 2 + 1.5 < 3 + 1
     assert select_round(rows, "last") == 3
@@ -228,13 +282,15 @@ def test_with_sensors_the_teacher_labels_from_the_true_state():
             pass
 
     observed, truth = object(), object()
-    planner = DaggerPlanner(Recorder("teacher", []), Recorder("student", None), 0.0,
-                            np.random.default_rng(0), truth=lambda: truth)
+    planner = DaggerPlanner(
+        Recorder("teacher", []), Recorder("student", None), 0.0, np.random.default_rng(0), truth=lambda: truth
+    )
 
     class Reference:
         def sample(self, t):
             class Sample:
                 p = np.zeros((1, 3))
+
             return Sample()
 
     class State:
@@ -244,8 +300,7 @@ def test_with_sensors_the_teacher_labels_from_the_true_state():
     state = State()
     planner.plan(state, Reference())
     assert seen["student"] is state and seen["teacher"] is truth
-    planner = DaggerPlanner(Recorder("teacher", []), Recorder("student", None), 0.0,
-                            np.random.default_rng(0))
+    planner = DaggerPlanner(Recorder("teacher", []), Recorder("student", None), 0.0, np.random.default_rng(0))
     planner.plan(state, Reference())
     assert seen["teacher"] is state
     del observed
@@ -296,9 +351,17 @@ def test_a_run_with_a_weight_average_resumes_to_the_same_policy(tmp_path):
 
     from learners.export import load_checkpoint
 
-    data = {**TINY, "dagger": {**TINY["dagger"], "beta_max": 0.5, "perturb_share": 1.0,
-                               "perturb_load_mass": 1.2, "disturbance_rounds": 0},
-            "training": {**TINY["training"], "ema": 0.9}}
+    data = {
+        **TINY,
+        "dagger": {
+            **TINY["dagger"],
+            "beta_max": 0.5,
+            "perturb_share": 1.0,
+            "perturb_load_mass": 1.2,
+            "disturbance_rounds": 0,
+        },
+        "training": {**TINY["training"], "ema": 0.9},
+    }
     config = train_config_from_dict(data)
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     train(config, whole, progress=False)
@@ -317,8 +380,11 @@ def test_a_run_with_a_weight_average_resumes_to_the_same_policy(tmp_path):
         for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
             torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7, msg=name)
         raw = data_a["training_state_dict"]
-        assert any(not torch.equal(raw[name], p) for name, p in a.state_dict().items()
-                   if name in raw and p.is_floating_point()), "the average is the raw weights"
+        assert any(
+            not torch.equal(raw[name], p)
+            for name, p in a.state_dict().items()
+            if name in raw and p.is_floating_point()
+        ), "the average is the raw weights"
     exported, _ = load_checkpoint(whole / "policy" / "student.pt")
     last, _ = load_checkpoint(RunStore(whole).checkpoint_path(2))
     for p, q in zip(exported.state_dict().values(), last.state_dict().values()):

@@ -40,8 +40,7 @@ def test_every_draw_is_flyable_within_the_thrust_share_and_rebuilds_from_json(pa
         assert check.flyable and check.thrust.value <= 0.8 * check.limits["thrust_N"]
 
 
-def test_fast_open_paths_whose_formation_would_leave_the_planners_box_are_drawn_again(
-        paper_config):
+def test_fast_open_paths_whose_formation_would_leave_the_planners_box_are_drawn_again(paper_config):
     """Wandering paths at up to 4 m/s travel 80 m in 20 s: some would take the quadrotors out
     of the planners' box (PlanBounds: 50 m) within a flight or the horizon after it, where every
     plan is replaced. Drawn with this seed without the box check, 6 of these 8 did."""
@@ -55,14 +54,16 @@ def test_fast_open_paths_whose_formation_would_leave_the_planners_box_are_drawn_
     for spec in specs:
         reference = spec.build()
         PlanBounds().check_reference(reference, paper_config.system, 20.0)  # refuses: raises
-        reach.append(np.abs(reference.sample(np.arange(0.0, 20.0 + HORIZON_S, 0.05)).p[:, :2])
-                     .max())
+        reach.append(np.abs(reference.sample(np.arange(0.0, 20.0 + HORIZON_S, 0.05)).p[:, :2]).max())
     # the draws are fast and long, not shortened to pass: they reach far into the box
     assert max(reach) > 35.0 and min(s.options["speed"] for s in specs) >= 2.5
     with pytest.raises(UsageError, match="outside the allowed box"):
-        wide = [ReferenceSpec("wander", "constant", {"speed": 4.0, "min_radius": 1.5,
-                                                      "turn_scale": 10.0, "seed": k})
-                for k in range(20)]
+        wide = [
+            ReferenceSpec(
+                "wander", "constant", {"speed": 4.0, "min_radius": 1.5, "turn_scale": 10.0, "seed": k}
+            )
+            for k in range(20)
+        ]
         for spec in wide:  # a path that leaves it, refused by the check the runner makes
             PlanBounds().check_reference(spec.build(), paper_config.system, 20.0)
 
@@ -76,11 +77,13 @@ def test_the_runners_check_reaches_one_horizon_past_the_flight(paper_config):
     from planners.base import HORIZON_S, PlanBounds
 
     system = paper_config.system
-    reference = ReferenceSpec("pose-to-pose", "constant", {
-        "start": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "goal": [55.0, 0.0, 1.0, 0.0, 0.0, 0.0],
-        "duration": 30.0}).build()
+    reference = ReferenceSpec(
+        "pose-to-pose",
+        "constant",
+        {"start": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "goal": [55.0, 0.0, 1.0, 0.0, 0.0, 0.0], "duration": 30.0},
+    ).build()
     lengths = np.array([c.length for c in system.cables])
-    reach = (system.attachment_array() + lengths[:, None] * hover_geometry(system).directions)
+    reach = system.attachment_array() + lengths[:, None] * hover_geometry(system).directions
     t = np.arange(0.0, 40.0, 0.01)
     exits = t[np.argmax(reference.sample(t).p[:, 0] + reach[:, 0].max() > 50.0)]
     assert 10.0 < exits < 30.0
@@ -95,24 +98,32 @@ def test_speed_range_is_respected(paper_config):
         assert 0.5 <= spec.options["speed"] <= 0.6
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"families": {"spiral": 1.0}}, r"references.families: unknown 'spiral'"),
-    ({"families": {"eight": -1.0}}, r"references.families: expected non-negative weights"),
-    ({"orientations": {"constant": 0.0}}, r"at least one positive weight"),
-    ({"speed": [1.5, 0.3]}, r"references.speed: expected \[low, high\] with 0 <= low <= high"),
-    ({"speed": [0.0, 1.0]}, r"references.speed: expected a positive low end"),
-    ({"size": "big"}, r"references.size: expected \[low, high\], got 'big'"),
-    ({"thrust_share": 1.5}, r"references.thrust_share: expected a share in \(0, 1\]"),
-    ({"colour": 1}, r"references: unknown key 'colour'"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"families": {"spiral": 1.0}}, r"references.families: unknown 'spiral'"),
+        ({"families": {"eight": -1.0}}, r"references.families: expected non-negative weights"),
+        ({"orientations": {"constant": 0.0}}, r"at least one positive weight"),
+        ({"speed": [1.5, 0.3]}, r"references.speed: expected \[low, high\] with 0 <= low <= high"),
+        ({"speed": [0.0, 1.0]}, r"references.speed: expected a positive low end"),
+        ({"size": "big"}, r"references.size: expected \[low, high\], got 'big'"),
+        ({"thrust_share": 1.5}, r"references.thrust_share: expected a share in \(0, 1\]"),
+        ({"colour": 1}, r"references: unknown key 'colour'"),
+    ],
+)
 def test_bad_tables_are_refused_naming_the_value(table, message):
     with pytest.raises(ConfigError, match=message):
         distribution_from_table(table)
 
 
 def test_an_impossible_distribution_says_so(paper_config):
-    d = ReferenceDistribution(families={"circle": 1.0}, orientations={"zero-sideslip": 1.0},
-                              speed=(6.0, 6.0), size=(2.0, 2.0), max_redraws=3)
+    d = ReferenceDistribution(
+        families={"circle": 1.0},
+        orientations={"zero-sideslip": 1.0},
+        speed=(6.0, 6.0),
+        size=(2.0, 2.0),
+        max_redraws=3,
+    )
     with pytest.raises(ConfigError, match="no flyable reference in 3 draws"):
         d.draw(__import__("numpy").random.default_rng(0), paper_config, 20.0)
 
@@ -121,8 +132,23 @@ def test_sample_preview_on_the_command_line(tmp_path, capsys):
     config = tmp_path / "train.toml"
     config.write_text("[references]\nspeed = [0.3, 1.0]\n")
     out = tmp_path / "preview"
-    assert main(["trajectories", "--sample", str(config), "--out", str(out), "--count", "3",
-                 "--seed", "4", "--json"]) == 0
+    assert (
+        main(
+            [
+                "trajectories",
+                "--sample",
+                str(config),
+                "--out",
+                str(out),
+                "--count",
+                "3",
+                "--seed",
+                "4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out.splitlines()
     listing = json.loads((out / "references.json").read_text())
     assert len(listing) == 3 and json.loads(printed[-1]) == listing
@@ -133,10 +159,23 @@ def test_sample_preview_on_the_command_line(tmp_path, capsys):
 
 
 TINY = {
-    "network": {"history": 4, "channels": 8, "stream_features": 8, "latent": 16,
-                "decoder_hidden": 16, "decoder_layers": 2},
-    "dagger": {"rounds": 2, "epochs": 1, "episodes_per_round": 2, "episode_s": 3.0,
-               "eval_s": 2.0, "validation_episodes": 2, "seed": 5},
+    "network": {
+        "history": 4,
+        "channels": 8,
+        "stream_features": 8,
+        "latent": 16,
+        "decoder_hidden": 16,
+        "decoder_layers": 2,
+    },
+    "dagger": {
+        "rounds": 2,
+        "epochs": 1,
+        "episodes_per_round": 2,
+        "episode_s": 3.0,
+        "eval_s": 2.0,
+        "validation_episodes": 2,
+        "seed": 5,
+    },
     "training": {"batch_size": 64, "workers": 1},
     "references": {"speed": [0.3, 0.8]},
 }
@@ -153,8 +192,10 @@ def test_dagger_flies_draws_and_validates_on_held_out_ones(tmp_path, paper_confi
     assert all(row["eval_completed"] == 2 for row in summary)
     assert all(row["eval_wall_s"] > 0.0 for row in summary)
     validation = [spec.as_dict() for spec, _ in validation_references(config)]
-    training = [config.references.draw(__import__("numpy").random.default_rng([5, k]),
-                                       paper_config, 3.0).as_dict() for k in range(2)]
+    training = [
+        config.references.draw(__import__("numpy").random.default_rng([5, k]), paper_config, 3.0).as_dict()
+        for k in range(2)
+    ]
     assert not any(v == t for v in validation for t in training)
     assert (tmp_path / "run" / "policy").is_dir()
 
@@ -165,8 +206,17 @@ def test_dagger_mixes_quadrotor_counts_and_perturbed_systems(tmp_path):
     from learners.config import train_config_from_dict
     from learners.dagger import train
 
-    tiny = {**TINY, "dagger": {**TINY["dagger"], "uavs": [3, 4], "episodes_per_round": 3,
-                               "perturb_rounds": 1, "perturb_load_mass": 1.5, "eval_s": 0.0}}
+    tiny = {
+        **TINY,
+        "dagger": {
+            **TINY["dagger"],
+            "uavs": [3, 4],
+            "episodes_per_round": 3,
+            "perturb_rounds": 1,
+            "perturb_load_mass": 1.5,
+            "eval_s": 0.0,
+        },
+    }
     summary = train(train_config_from_dict(tiny), tmp_path / "run", progress=False)["rounds"]
     episodes = [e for row in summary for e in row["episodes"]]
     assert {e["uavs"] for e in episodes} == {3, 4}
@@ -195,16 +245,16 @@ def test_named_trajectories_and_a_distribution_together_are_refused():
     from learners.config import train_config_from_dict
 
     with pytest.raises(ConfigError, match="give either dagger.trajectories"):
-        train_config_from_dict({"dagger": {"trajectories": ["eight-slow"]},
-                                "references": {}})
-    with pytest.raises(ConfigError, match="dagger.validation_seed: expected >= 0 and not "
-                                          "dagger.seed"):
+        train_config_from_dict({"dagger": {"trajectories": ["eight-slow"]}, "references": {}})
+    with pytest.raises(ConfigError, match="dagger.validation_seed: expected >= 0 and not dagger.seed"):
         train_config_from_dict({"dagger": {"seed": 3, "validation_seed": 3}, "references": {}})
-    with pytest.raises(ConfigError, match=r"dagger.uavs\[1\]: expected an integer from 2 to 9, "
-                                          r"got 12"):
+    with pytest.raises(
+        ConfigError,
+        match=r"dagger.uavs\[1\]: expected an integer from 2 to 9, "
+        r"got 12",
+    ):
         train_config_from_dict({"dagger": {"uavs": [3, 12]}})
-    with pytest.raises(ConfigError, match="dagger.perturb_rounds: expected between 0 and "
-                                          "dagger.rounds"):
+    with pytest.raises(ConfigError, match="dagger.perturb_rounds: expected between 0 and dagger.rounds"):
         train_config_from_dict({"dagger": {"rounds": 2, "perturb_rounds": 3}})
 
 
@@ -218,8 +268,11 @@ def test_perturbed_systems_of_six_can_hover_or_are_drawn_again():
 
     six = _system_config("paper", 6)
     d = DaggerConfig(perturb_load_mass=1.5, perturb_attachment_m=0.03, perturb_cable_m=0.035)
-    refused = [m for m in (draw_mismatch(d, 6, np.random.default_rng(s)) for s in range(40))
-               if not hover_possible(six, m)]
+    refused = [
+        m
+        for m in (draw_mismatch(d, 6, np.random.default_rng(s)) for s in range(40))
+        if not hover_possible(six, m)
+    ]
     assert refused  # the unchecked draws include systems that cannot hover
     rng = np.random.default_rng(0)
     draws = [draw_mismatch(d, 6, rng, lambda m: hover_possible(six, m)) for _ in range(10)]

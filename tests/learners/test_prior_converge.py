@@ -38,14 +38,14 @@ def test_a_policy_flies_with_its_own_time_constant(tmp_path, paper_config):
     off its slot, the plan closes the gap as exp(-t / prior_converge_s)."""
     policies = {}
     for tau in (0.3, 0.5):
-        net = StudentNet(NetworkConfig(frame="load-yaw", prior="formation-follow",
-                                       zero_init=True, prior_converge_s=tau))
+        net = StudentNet(
+            NetworkConfig(frame="load-yaw", prior="formation-follow", zero_init=True, prior_converge_s=tau)
+        )
         export_policy(net, tmp_path / str(tau), info={"hover_calibration": False})
         policies[tau] = student_planner(paper_config, tmp_path / str(tau), "torch")
         assert policies[tau].prior.converge_s == tau
     # shipped before the option (the eight-medium specialist): the constant it was trained with
-    assert student_planner(paper_config, SHIPPED_POLICY, "onnx").prior.converge_s \
-        == PRIOR_CONVERGE_S == 0.5
+    assert student_planner(paper_config, SHIPPED_POLICY, "onnx").prior.converge_s == PRIOR_CONVERGE_S == 0.5
     assert student_planner(paper_config, GENERALIST_POLICIES[3], "onnx").prior.converge_s == 0.3
     sim = Simulator(paper_config)
     sim.advance(100)

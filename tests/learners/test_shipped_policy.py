@@ -27,8 +27,21 @@ def test_shipped_policy_is_there_and_loads():
 
 @pytest.mark.parametrize("runtime", ["torch", "onnx"])
 def test_student_flies_its_training_trajectory(capsys, runtime):
-    code, data = run_json(capsys, ["simulate", "--planner", "student", "--runtime", runtime,
-                                   "--trajectory", "eight-medium", "--duration", "12", "--json"])
+    code, data = run_json(
+        capsys,
+        [
+            "simulate",
+            "--planner",
+            "student",
+            "--runtime",
+            runtime,
+            "--trajectory",
+            "eight-medium",
+            "--duration",
+            "12",
+            "--json",
+        ],
+    )
     assert code == 0
     for key in (*SIM_KEYS, "infer_ms_median"):
         assert key in data
@@ -39,8 +52,9 @@ def test_student_flies_its_training_trajectory(capsys, runtime):
 
 
 def test_evaluate_reports_teacher_and_student(capsys):
-    code, data = run_json(capsys, ["evaluate", "--trajectories", "eight-medium,eight-slow",
-                                   "--duration", "4", "--json"])
+    code, data = run_json(
+        capsys, ["evaluate", "--trajectories", "eight-medium,eight-slow", "--duration", "4", "--json"]
+    )
     assert code == 0
     assert [row["name"] for row in data["trajectories"]] == ["eight-medium", "eight-slow"]
     for row in data["trajectories"]:
@@ -56,9 +70,12 @@ def test_the_default_policy_is_the_specialist_on_eight_medium_and_else_the_gener
     generalist = GENERALIST_POLICIES[3]
     assert (generalist / "student.pt").is_file() and (generalist / "student.onnx").is_file()
     assert default_policy(make_reference("eight-medium"), 3) == SHIPPED_POLICY
-    for other in (make_reference("track:zandvoort"),
-                  make_reference("eight-medium", orientation="zero-sideslip"),
-                  make_reference("eight", ax=3.0, ay=3.0, w=0.5), None):
+    for other in (
+        make_reference("track:zandvoort"),
+        make_reference("eight-medium", orientation="zero-sideslip"),
+        make_reference("eight", ax=3.0, ay=3.0, w=0.5),
+        None,
+    ):
         assert default_policy(other, 3) == generalist
     for n in (4, 6):
         assert default_policy(make_reference("track:zandvoort"), n) == GENERALIST_POLICIES[n]
@@ -70,20 +87,35 @@ def test_the_default_policy_is_the_specialist_on_eight_medium_and_else_the_gener
 
 
 def test_simulate_flies_the_generalist_off_eight_medium(capsys):
-    code, data = run_json(capsys, ["simulate", "--planner", "student", "--trajectory",
-                                   "circle", "--duration", "6", "--json"])
+    code, data = run_json(
+        capsys, ["simulate", "--planner", "student", "--trajectory", "circle", "--duration", "6", "--json"]
+    )
     assert code == 0 and data["policy"] == "generalist-n3"
     assert data["status"] == "completed" and data["rmse_position_m"] < 0.05
-    code, data = run_json(capsys, ["simulate", "--planner", "student", "--trajectory",
-                                   "eight-medium", "--duration", "2", "--json"])
+    code, data = run_json(
+        capsys,
+        ["simulate", "--planner", "student", "--trajectory", "eight-medium", "--duration", "2", "--json"],
+    )
     assert code == 0 and data["policy"] == "paper-eight-medium"
 
 
 @pytest.mark.parametrize("uavs", [4, 6])
 def test_students_for_four_and_six_quadrotors_fly_eight_medium(capsys, uavs):
-    code, data = run_json(capsys, ["simulate", "--planner", "student", "--uavs", str(uavs),
-                                   "--trajectory", "eight-medium", "--duration", "12",
-                                   "--json"])
+    code, data = run_json(
+        capsys,
+        [
+            "simulate",
+            "--planner",
+            "student",
+            "--uavs",
+            str(uavs),
+            "--trajectory",
+            "eight-medium",
+            "--duration",
+            "12",
+            "--json",
+        ],
+    )
     assert code == 0 and data["policy"] == f"paper-eight-medium-n{uavs}"
     assert data["status"] == "completed" and data["min_uav_distance_m"] > 0.8
     assert data["rmse_position_m"] < 0.02 and data["rmse_orientation_deg"] < 2.0
@@ -106,17 +138,25 @@ def test_calibrated_generalist_holds_the_hover_the_raw_one_drifts_from(paper_con
 
     # the session-6 generalist, planning relative to formation-tilt (about 1 cm of hover
     # residual; the wrench-formation generalists shipped since add almost none)
-    planner = student_planner(paper_config, GENERALIST_POLICIES[3].with_name(
-        "generalist-tilt-n3"), "onnx")
+    planner = student_planner(paper_config, GENERALIST_POLICIES[3].with_name("generalist-tilt-n3"), "onnx")
     assert planner.frame == "load-yaw" and planner.hover_calibration
     assert not student_planner(paper_config, SHIPPED_POLICY, "onnx").hover_calibration
     rest = hover_state(paper_config.system, np.array([1.0, -2.0, 1.5]), quat_from_yaw(yaw))
     n = paper_config.system.n_uavs
-    state = WorldState(t=3.0, load_p=rest.load_p, load_q=rest.load_q, load_v=np.zeros(3),
-                       load_omega=np.zeros(3), uav_p=rest.uav_p, uav_q=rest.uav_q,
-                       uav_v=np.zeros((n, 3)), uav_omega=np.zeros((n, 3)),
-                       rotor_speeds=rest.rotor_speeds, cable_tension=rest.tensions,
-                       cable_dir=np.zeros((n, 3)))
+    state = WorldState(
+        t=3.0,
+        load_p=rest.load_p,
+        load_q=rest.load_q,
+        load_v=np.zeros(3),
+        load_omega=np.zeros(3),
+        uav_p=rest.uav_p,
+        uav_q=rest.uav_q,
+        uav_v=np.zeros((n, 3)),
+        uav_omega=np.zeros((n, 3)),
+        rotor_speeds=rest.rotor_speeds,
+        cable_tension=rest.tensions,
+        cable_dir=np.zeros((n, 3)),
+    )
     reference = Hover(rest.load_p, yaw=yaw)
     drift, common = {}, {}
     for calibrated in (False, True):

@@ -52,9 +52,15 @@ def test_plan_of_one_quadrotor_ignores_every_other_quadrotor(paper_config, net):
     for _ in range(5):
         state = sim.world_state()
         other = dataclasses.replace(
-            state, uav_p=state.uav_p.copy(), uav_v=state.uav_v.copy(), uav_q=state.uav_q.copy(),
-            uav_omega=state.uav_omega.copy(), rotor_speeds=state.rotor_speeds * 1.3,
-            cable_tension=state.cable_tension * 2.0, cable_dir=state.cable_dir[::-1].copy())
+            state,
+            uav_p=state.uav_p.copy(),
+            uav_v=state.uav_v.copy(),
+            uav_q=state.uav_q.copy(),
+            uav_omega=state.uav_omega.copy(),
+            rotor_speeds=state.rotor_speeds * 1.3,
+            cable_tension=state.cable_tension * 2.0,
+            cable_dir=state.cable_dir[::-1].copy(),
+        )
         other.uav_p[1:] += rng.normal(size=(2, 3))
         other.uav_v[1:] += rng.normal(size=(2, 3))
         other.uav_omega[1:] += rng.normal(size=(2, 3))
@@ -149,8 +155,7 @@ def test_incompatible_checkpoint_fails_clearly(tmp_path, net):
 def test_mlp_baseline_decoder_runs_and_is_not_exactly_consistent():
     torch.manual_seed(3)
     mlp = StudentNet(NetworkConfig(history=4, decoder="mlp")).eval()
-    out = mlp(torch.randn(2, 4, 18), torch.randn(2, 4, 12), torch.randn(2, 21, 18),
-              torch.randn(2, 21, 15))
+    out = mlp(torch.randn(2, 4, 18), torch.randn(2, 4, 12), torch.randn(2, 21, 18), torch.randn(2, 21, 15))
     for key in ("p", "v", "a", "j", "w"):
         assert out[key].shape == (2, 21, 3)
     # its v is a separate output, not the derivative of its p
@@ -168,10 +173,15 @@ def _turned_state(state, angle: float):
     R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     turn = quat_from_yaw(angle)
     return dataclasses.replace(
-        state, load_p=R @ state.load_p, load_v=R @ state.load_v,
-        load_q=quat_multiply(turn, state.load_q), uav_p=state.uav_p @ R.T,
-        uav_v=state.uav_v @ R.T, uav_q=quat_multiply(turn, state.uav_q),
-        cable_dir=state.cable_dir @ R.T), R
+        state,
+        load_p=R @ state.load_p,
+        load_v=R @ state.load_v,
+        load_q=quat_multiply(turn, state.load_q),
+        uav_p=state.uav_p @ R.T,
+        uav_v=state.uav_v @ R.T,
+        uav_q=quat_multiply(turn, state.uav_q),
+        cable_dir=state.cable_dir @ R.T,
+    ), R
 
 
 def test_the_load_yaw_frame_sees_a_turned_scene_as_the_same(paper_config):
@@ -188,9 +198,12 @@ def test_the_load_yaw_frame_sees_a_turned_scene_as_the_same(paper_config):
         state = sim.world_state()
         other, _ = _turned_state(state, np.radians(70.0))
         for ea, eb in zip(a.observe(state, plain), b.observe(other, turned)):
-            difference = max(np.abs(ea.ego - eb.ego).max(), np.abs(ea.load - eb.load).max(),
-                             np.abs(ea.ref - eb.ref).max(),
-                             np.abs(ea.prior[:, :12] - eb.prior[:, :12]).max())
+            difference = max(
+                np.abs(ea.ego - eb.ego).max(),
+                np.abs(ea.load - eb.load).max(),
+                np.abs(ea.ref - eb.ref).max(),
+                np.abs(ea.prior[:, :12] - eb.prior[:, :12]).max(),
+            )
             if frame == "load-yaw":
                 # (the quadrotors' own body rates, turned with the frame, are ~1e-7 in hover)
                 assert difference < 1e-6
@@ -210,8 +223,7 @@ def test_the_load_yaw_frame_turns_the_plans_back_to_the_world(paper_config, net)
     positions = sim.world_state().uav_p
     for plan, other in zip(student.act(encoded, positions), student.act(turned, positions @ R.T)):
         for name in ("p", "v", "a", "j", "body_rates"):
-            np.testing.assert_allclose(getattr(plan, name) @ R.T, getattr(other, name),
-                                       atol=1e-9)
+            np.testing.assert_allclose(getattr(plan, name) @ R.T, getattr(other, name), atol=1e-9)
 
 
 @pytest.mark.parametrize("frame", ["world", "load-yaw"])
@@ -229,22 +241,34 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
     seen = []
     for step in range(6):
         state = sim.world_state()
-        state = dataclasses.replace(state, t=state.t + 7.0,  # past the start ramp
-                                    load_q=np.array([np.cos(0.4), 0.05, -0.03, np.sin(0.4)]))
+        state = dataclasses.replace(
+            state,
+            t=state.t + 7.0,  # past the start ramp
+            load_q=np.array([np.cos(0.4), 0.05, -0.03, np.sin(0.4)]),
+        )
         obs = state.local(1, planner.rho[1], planner.attach[1])
         seen.append(obs)
         encoded = planner.observe_local(1, obs, reference)
         times, slots, sample = planner.prior.slot_arrays_and_sample(obs.t, reference)
-        expected = _encode_numpy(seen[-4:], 4, frame, sample, slot_of(times, slots, 1),
-                                 planner.prior)
+        expected = _encode_numpy(seen[-4:], 4, frame, sample, slot_of(times, slots, 1), planner.prior)
         for name in ("ego", "load", "ref", "prior", "axes"):
-            np.testing.assert_allclose(getattr(encoded, name), getattr(expected, name),
-                                       rtol=1e-12, atol=1e-12, err_msg=f"{name}, step {step}")
+            np.testing.assert_allclose(
+                getattr(encoded, name),
+                getattr(expected, name),
+                rtol=1e-12,
+                atol=1e-12,
+                err_msg=f"{name}, step {step}",
+            )
         sim.advance(100)
     e = encoded
     bounds = PlanBounds()
-    args = (np.asarray(bounds.position_min), np.asarray(bounds.position_max),
-            bounds.max_speed**2, bounds.max_acceleration**2, bounds.max_body_rate**2)
+    args = (
+        np.asarray(bounds.position_min),
+        np.asarray(bounds.position_max),
+        bounds.max_speed**2,
+        bounds.max_acceleration**2,
+        bounds.max_body_rate**2,
+    )
     cases = {"ok": 0.3, "fast": 40.0, "far": 80.0, "nan": np.nan}
     for case, scale in cases.items():
         x = scale * rng.uniform(-1.0, 1.0, (5, 21, 3)) / np.array([1, 1, 2, 4, 1])[:, None, None]
@@ -256,8 +280,7 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
         if case == "ok":
             assert broken == 0
             for m, name in enumerate(("p", "v", "a", "j", "body_rates")):
-                np.testing.assert_allclose(world[m], getattr(plan, name), rtol=1e-12,
-                                           atol=1e-12)
+                np.testing.assert_allclose(world[m], getattr(plan, name), rtol=1e-12, atol=1e-12)
         else:
             assert broken > 0, case
 
@@ -265,13 +288,15 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
 def _zero_initialized_student(config, prior: str):
     """A student on ``prior`` whose residual decoder starts at zero, that formation as
     ``make_planner`` makes it, a reference and a state at rest."""
-    net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw",
-                                   prior=prior)).eval()
-    planner = StudentPlanner.from_config(config, TorchPolicy(net), 4, frame="load-yaw",
-                                         prior=prior)
+    net = StudentNet(NetworkConfig(history=4, zero_init=True, frame="load-yaw", prior=prior)).eval()
+    planner = StudentPlanner.from_config(config, TorchPolicy(net), 4, frame="load-yaw", prior=prior)
     sim, _ = hover_state(config)
-    return (planner, make_planner(prior, config),
-            make_reference("eight-medium", orientation="zero-sideslip"), sim.world_state())
+    return (
+        planner,
+        make_planner(prior, config),
+        make_reference("eight-medium", orientation="zero-sideslip"),
+        sim.world_state(),
+    )
 
 
 def _assert_anchored_slots(planner, plans, slots, positions):
@@ -279,35 +304,32 @@ def _assert_anchored_slots(planner, plans, slots, positions):
     for i, plan in enumerate(plans):
         expected = planner.prior.anchored(slots[i], positions[i])
         for name in ("p", "v", "a", "j"):
-            np.testing.assert_allclose(getattr(plan, name), getattr(expected, name),
-                                       atol=1e-5, err_msg=name)
+            np.testing.assert_allclose(getattr(plan, name), getattr(expected, name), atol=1e-5, err_msg=name)
 
 
 def test_a_zero_initialized_student_plans_its_prior_exactly(paper_config):
     """``network.zero_init``: before any training the residual decoder adds nothing, so the
     student's plans are its prior's (here the wrench formation, anchored at each quadrotor,
     told the load's drag as ``make_planner("formation-wrench")`` is)."""
-    planner, formation, reference, state = _zero_initialized_student(paper_config,
-                                                                     "formation-wrench")
+    planner, formation, reference, state = _zero_initialized_student(paper_config, "formation-wrench")
     np.testing.assert_array_equal(planner.prior.load_drag, formation.load_drag)
     assert np.all(formation.load_drag > 0.0)
     plans = planner.act(planner.observe(state, reference), state.uav_p)
-    _assert_anchored_slots(planner, plans, planner.prior.slot_plans(state.t, reference),
-                           state.uav_p)
+    _assert_anchored_slots(planner, plans, planner.prior.slot_plans(state.t, reference), state.uav_p)
 
 
 def test_a_student_on_the_follow_prior_follows_the_load_it_observes(paper_config):
     """With ``prior = "formation-follow"`` each quadrotor keeps its own ``LoadFollower`` fed
     the load positions it observes: a zero-initialized student plans the follow formation
     (``make_planner("formation-follow")``) anchored at each quadrotor, flight after flight."""
-    planner, formation, reference, state = _zero_initialized_student(paper_config,
-                                                                     "formation-follow")
+    planner, formation, reference, state = _zero_initialized_student(paper_config, "formation-follow")
     assert planner.prior.name == "formation-follow" and len(planner.followers) == 3
     for _flight in range(2):
         moved = 0.0
         for k in range(4):
-            pushed = dataclasses.replace(state, t=state.t + 0.1 * k,
-                                         load_p=state.load_p + [0.01 * k, -0.005 * k, 0.0])
+            pushed = dataclasses.replace(
+                state, t=state.t + 0.1 * k, load_p=state.load_p + [0.01 * k, -0.005 * k, 0.0]
+            )
             plans = planner.plan(pushed, reference)
             followed = formation.plan(pushed, reference)
             _assert_anchored_slots(planner, plans, followed, pushed.uav_p)
@@ -328,6 +350,7 @@ def test_torch_policy_runs_on_one_thread_and_restores_the_count(net, monkeypatch
         def fn(*inputs):
             seen.append(torch.get_num_threads())
             return {k: torch.zeros(batch, 1) for k in ("p", "v", "a", "j", "w")}
+
         return fn
 
     monkeypatch.setattr(policy, "_fn", spy)

@@ -34,8 +34,9 @@ def run_build(cache: Path, cc: str | None = None, power: int = 2, timeout=120):
     env = {**os.environ, "CABLELOAD_CACHE": str(cache)}
     if cc is not None:
         env["CC"] = cc
-    return subprocess.run([sys.executable, "-c", BUILD, str(power)], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", BUILD, str(power)], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def libraries(cache: Path) -> list[Path]:
@@ -49,13 +50,15 @@ def leftovers(cache: Path) -> list[Path]:
 def fake_compiler(folder: Path, version: str, sleep: float = 0.0) -> Path:
     """A compiler wrapper with its own version line (gcc underneath)."""
     path = folder / f"cc-{version}"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         if [ "$1" = "--version" ]; then echo "fakecc {version}"; exit 0; fi
         if [ "$1" = "-dumpmachine" ]; then exec gcc -dumpmachine; fi
         sleep {sleep}
         exec gcc "$@"
-        """))
+        """)
+    )
     path.chmod(0o755)
     return path
 
@@ -144,8 +147,13 @@ def test_killed_build_leaves_no_temporary_files(tmp_path):
     slow = fake_compiler(tmp_path, "slow", sleep=30)
     cache = tmp_path / "cache"
     env = {**os.environ, "CABLELOAD_CACHE": str(cache), "CC": str(slow)}
-    proc = subprocess.Popen([sys.executable, "-c", BUILD], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BUILD],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not list((cache / "casadi").glob(".build-*")):
         time.sleep(0.05)
@@ -179,9 +187,13 @@ def test_cache_that_cannot_be_created_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize("cc", ["/nonexistent/gcc"])
 def test_teacher_without_compiler_or_cache_exits_with_one_line(tmp_path, cc):
     env = {**os.environ, "CABLELOAD_CACHE": str(tmp_path), "CC": cc}
-    result = subprocess.run([sys.executable, "-m", "cableload_sim.cli", "simulate", "--planner",
-                             "teacher", "--duration", "1"], capture_output=True, text=True,
-                            env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "cableload_sim.cli", "simulate", "--planner", "teacher", "--duration", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "not found" in lines[0], result.stderr
@@ -195,8 +207,9 @@ def test_optimisation_level_is_part_of_the_key_and_checked(tmp_path, monkeypatch
         done = run_build(tmp_path)
         assert done.returncode == 0 and done.stdout.strip() == "9.0", done.stderr
     assert len(libraries(tmp_path)) == 2
-    levels = sorted(json.loads(lib.with_suffix(".json").read_text())["flags"][0]
-                    for lib in libraries(tmp_path))
+    levels = sorted(
+        json.loads(lib.with_suffix(".json").read_text())["flags"][0] for lib in libraries(tmp_path)
+    )
     assert levels == ["-O0", "-O3"]
     monkeypatch.setenv("CABLELOAD_CC_OPT", "-Ofast")
     done = run_build(tmp_path)

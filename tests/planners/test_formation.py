@@ -36,9 +36,12 @@ def test_anchored_formation_flies_like_the_formation(paper_config):
     from backends.runner import run_episode
 
     reference = make_reference("eight-medium")
-    result = run_episode(make_backend("embedded", paper_config),
-                         FormationPlanner(paper_config.system, tilt=True, converge_s=0.5),
-                         reference, 10.0)
+    result = run_episode(
+        make_backend("embedded", paper_config),
+        FormationPlanner(paper_config.system, tilt=True, converge_s=0.5),
+        reference,
+        10.0,
+    )
     assert result.status.value == "completed"
     assert result.metrics["rmse_position_m"] < 0.04
 
@@ -49,11 +52,13 @@ def test_converge_time_must_be_positive(paper_config):
 
 
 @pytest.mark.parametrize("tilt,wrench", [(False, False), (True, False), (True, True)])
-@pytest.mark.parametrize("trajectory,orientation", [("eight-medium", "zero-sideslip"),
-                                                    ("square", "constant"),
-                                                    ("circle", "oscillating")])
-def test_formation_kernels_compute_their_numpy_definitions(paper_config, tilt, wrench,
-                                                           trajectory, orientation):
+@pytest.mark.parametrize(
+    "trajectory,orientation",
+    [("eight-medium", "zero-sideslip"), ("square", "constant"), ("circle", "oscillating")],
+)
+def test_formation_kernels_compute_their_numpy_definitions(
+    paper_config, tilt, wrench, trajectory, orientation
+):
     """The compiled formation and slot derivatives against the NumPy expressions they replace;
     and the reference at the nodes, taken from the derivatives' stencil, is the reference."""
     from cableload_sim.horizon import node_times
@@ -62,15 +67,17 @@ def test_formation_kernels_compute_their_numpy_definitions(paper_config, tilt, w
     planner = FormationPlanner(paper_config.system, tilt=tilt, wrench=wrench)
     reference = make_reference(trajectory, orientation=orientation)
     times = np.linspace(0.0, 15.0, 301)
-    for got, want in zip(planner._formation(reference, times),
-                         planner._formation_numpy(reference, times), strict=True):
+    for got, want in zip(
+        planner._formation(reference, times), planner._formation_numpy(reference, times), strict=True
+    ):
         # the wrench's solves: a regularized 6 x 6 system against a least-norm solution
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 if wrench else 1e-12)
     t = 4.13
     stencil = (node_times(t)[:, None] + _FD_STEP * _STENCIL[None, :]).ravel()
     p, pull = planner._formation_numpy(reference, stencil)
-    want = _slot_derivatives_numpy(p, pull, planner.masses, planner.gravity, _FD_STEP,
-                                   planner.rotor_drag, planner.frame_drag)
+    want = _slot_derivatives_numpy(
+        p, pull, planner.masses, planner.gravity, _FD_STEP, planner.rotor_drag, planner.frame_drag
+    )
     slots, nodes = planner.slots_and_sample(t, reference)
     for m, name in enumerate(("p", "v", "a", "j", "body_rates")):
         got = np.stack([getattr(slot, name) for slot in slots], axis=1)
@@ -108,7 +115,8 @@ def test_the_wrench_formation_supplies_the_references_force_and_torque(uavs):
     reference = make_reference("eight-medium", orientation="zero-sideslip")
     times = np.linspace(3.5, 16.0, 126)
     force, torque, need_force, need_torque = _wrench_of(
-        FormationPlanner(system, tilt=True, wrench=True), reference, times)
+        FormationPlanner(system, tilt=True, wrench=True), reference, times
+    )
     np.testing.assert_allclose(force, need_force, atol=1e-9)
     np.testing.assert_allclose(torque, need_torque, atol=1e-9)
     assert np.abs(need_torque).max() > 1e-3  # the reference does turn
@@ -138,7 +146,8 @@ def test_two_cables_come_as_close_to_the_wrench_as_two_cables_can():
     errors = []
     for wrench in (False, True):
         force, torque, need_force, need_torque = _wrench_of(
-            FormationPlanner(system, tilt=True, wrench=wrench), reference, times)
+            FormationPlanner(system, tilt=True, wrench=wrench), reference, times
+        )
         errors.append(np.sum((force - need_force) ** 2 + (torque - need_torque) ** 2, 1))
     assert np.all(errors[1] <= errors[0] + 1e-12) and errors[1].sum() < 0.5 * errors[0].sum()
 
@@ -153,9 +162,12 @@ def test_the_wrench_formation_keeps_the_load_level_on_a_fast_eight(paper_config)
     reference = make_reference("eight", ax=3.0, ay=3.0, w=0.5)
     result = {}
     for wrench in (False, True):
-        result[wrench] = run_episode(make_backend("embedded", paper_config),
-                                     FormationPlanner(paper_config.system, tilt=True,
-                                                      wrench=wrench), reference, 20.0).metrics
+        result[wrench] = run_episode(
+            make_backend("embedded", paper_config),
+            FormationPlanner(paper_config.system, tilt=True, wrench=wrench),
+            reference,
+            20.0,
+        ).metrics
     assert result[True]["rmse_orientation_deg"] < 0.5 * result[False]["rmse_orientation_deg"]
     assert result[True]["rmse_position_m"] < result[False]["rmse_position_m"]
 
@@ -177,15 +189,17 @@ def test_the_wrench_formation_told_the_drag_supplies_it_too(paper_config):
     assert not FormationPlanner.from_config(paper_config, tilt=True).load_drag.any()
     reference = make_reference("eight", ax=3.0, ay=3.0, w=0.5, orientation="zero-sideslip")
     times = np.linspace(3.5, 16.0, 126)
-    for got, want in zip(told._formation(reference, times),
-                         told._formation_numpy(reference, times), strict=True):
+    for got, want in zip(
+        told._formation(reference, times), told._formation_numpy(reference, times), strict=True
+    ):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
     # the slots' derivatives, the body rates balancing the quadrotors' drag too
     t = 9.37
     stencil = (node_times(t)[:, None] + _FD_STEP * _STENCIL[None, :]).ravel()
     p, pull = told._formation_numpy(reference, stencil)
-    want = _slot_derivatives_numpy(p, pull, told.masses, told.gravity, _FD_STEP,
-                                   told.rotor_drag, told.frame_drag)
+    want = _slot_derivatives_numpy(
+        p, pull, told.masses, told.gravity, _FD_STEP, told.rotor_drag, told.frame_drag
+    )
     untold_rates = _slot_derivatives_numpy(p, pull, told.masses, told.gravity, _FD_STEP)[4]
     slots, _ = told.slots_and_sample(t, reference)
     for m, name in enumerate(("p", "v", "a", "j", "body_rates")):
@@ -227,10 +241,12 @@ def test_telling_the_wrench_formation_the_drag_keeps_the_load_closer(paper_confi
     reference = make_reference("eight", ax=3.0, ay=3.0, w=0.5, orientation="zero-sideslip")
     result = {}
     for told in (False, True):
-        planner = (FormationPlanner.from_config(paper_config, tilt=True, wrench=True) if told
-                   else FormationPlanner(paper_config.system, tilt=True, wrench=True))
-        result[told] = run_episode(make_backend("embedded", paper_config), planner, reference,
-                                   20.0).metrics
+        planner = (
+            FormationPlanner.from_config(paper_config, tilt=True, wrench=True)
+            if told
+            else FormationPlanner(paper_config.system, tilt=True, wrench=True)
+        )
+        result[told] = run_episode(make_backend("embedded", paper_config), planner, reference, 20.0).metrics
     assert result[True]["rmse_orientation_deg"] < 0.9 * result[False]["rmse_orientation_deg"]
     assert result[True]["rmse_position_m"] < 0.9 * result[False]["rmse_position_m"]
 
@@ -256,13 +272,11 @@ def test_the_load_follower_follows_the_transient_error_and_not_the_steady_one():
         offset = follower.offset(t, reference + step, reference)
     assert np.linalg.norm(offset) < 1e-3 * np.linalg.norm(first)  # a steady error is left
     # a non-finite observation moves nothing and changes nothing
-    np.testing.assert_array_equal(follower.offset(t + 0.1, np.full(3, np.nan), reference),
-                                  np.zeros(3))
+    np.testing.assert_array_equal(follower.offset(t + 0.1, np.full(3, np.nan), reference), np.zeros(3))
     again = follower.offset(t + 0.1, reference + step, reference)
     np.testing.assert_allclose(again, offset * (1.0 - 0.1 / FOLLOW_WASHOUT_S), atol=1e-12)
     # a time that goes back (a new flight without reset) restarts it
-    np.testing.assert_array_equal(follower.offset(0.0, reference + 2 * step, reference),
-                                  np.zeros(3))
+    np.testing.assert_array_equal(follower.offset(0.0, reference + 2 * step, reference), np.zeros(3))
     for gain in (-0.1, 1.0, np.nan):
         with pytest.raises(ValueError, match="gain"):
             LoadFollower(gain)
@@ -309,7 +323,8 @@ def test_the_follow_formation_moves_every_slot_by_the_followers_offset(paper_con
             np.testing.assert_allclose(getattr(a, name), getattr(b, name), atol=1e-12)
     lifting = SimpleNamespace(climb=lambda times: None)  # a reference from the ground
     np.testing.assert_array_equal(
-        follow.follow_offset(0.2, state.load_p + 10 * push, state.load_p, lifting), np.zeros(3))
+        follow.follow_offset(0.2, state.load_p + 10 * push, state.load_p, lifting), np.zeros(3)
+    )
     follow.reset()
     assert follow.follower.mean is None
     with pytest.raises(ValueError, match="follow"):
@@ -326,9 +341,12 @@ def test_following_the_load_damps_its_swing(paper_config):
     from planners import make_planner
 
     reference = make_reference("loop", orientation="zero-sideslip", seed=7, speed=1.5)
-    result = {name: run_episode(make_backend("embedded", paper_config),
-                                make_planner(name, paper_config), reference, 20.0).metrics
-              for name in ("formation-wrench", "formation-follow")}
+    result = {
+        name: run_episode(
+            make_backend("embedded", paper_config), make_planner(name, paper_config), reference, 20.0
+        ).metrics
+        for name in ("formation-wrench", "formation-follow")
+    }
     follow, wrench = result["formation-follow"], result["formation-wrench"]
     assert follow["status"] == "completed"
     assert follow["rmse_position_m"] < 0.7 * wrench["rmse_position_m"]

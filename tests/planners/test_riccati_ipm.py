@@ -134,13 +134,50 @@ def random_problem(rng, N=5, nx=9, nu=3, m=4):
     rho_u = np.full(N, 20.0)
     mu_u = np.full(N, 1e-2)
     hr = row_index(H_rows, H_ptr, m)
-    args = dict(d=rng.normal(size=(N, nx)), q=rng.normal(size=(N, nx)),
-                R=rng.uniform(0.1, 1.0, size=(N, nu)), r=rng.normal(size=(N, nu)), h=h, z=z,
-                rho=rho, mu=mu, u=u, u_max=u_max, zu=zu, rho_u=rho_u, mu_u=mu_u)
-    kernel = (args["d"], Av, A_rows, A_ptr, Bv, B_rows, B_ptr, Qv, Q_rows, Q_ptr, args["q"],
-              args["R"], args["r"], h, Hv, *hr, z, rho, mu, u, u_max, zu, rho_u, mu_u, REG, TAU)
-    twin = (args["d"], A, B, Q, args["q"], args["R"], args["r"], h, H, z, rho, mu, u, u_max, zu,
-            rho_u, mu_u)
+    args = dict(
+        d=rng.normal(size=(N, nx)),
+        q=rng.normal(size=(N, nx)),
+        R=rng.uniform(0.1, 1.0, size=(N, nu)),
+        r=rng.normal(size=(N, nu)),
+        h=h,
+        z=z,
+        rho=rho,
+        mu=mu,
+        u=u,
+        u_max=u_max,
+        zu=zu,
+        rho_u=rho_u,
+        mu_u=mu_u,
+    )
+    kernel = (
+        args["d"],
+        Av,
+        A_rows,
+        A_ptr,
+        Bv,
+        B_rows,
+        B_ptr,
+        Qv,
+        Q_rows,
+        Q_ptr,
+        args["q"],
+        args["R"],
+        args["r"],
+        h,
+        Hv,
+        *hr,
+        z,
+        rho,
+        mu,
+        u,
+        u_max,
+        zu,
+        rho_u,
+        mu_u,
+        REG,
+        TAU,
+    )
+    twin = (args["d"], A, B, Q, args["q"], args["R"], args["r"], h, H, z, rho, mu, u, u_max, zu, rho_u, mu_u)
     return kernel, twin
 
 

@@ -54,8 +54,7 @@ def test_teacher_tracks_and_beats_the_formation(paper_config, teacher, trajector
             jumps.append(np.linalg.norm(new.p[0] - expected))
     assert max(jumps) < 0.05
     # consistency (the paper's Table 3 metric; its teacher: 0.016 m/s)
-    mae = np.mean([plan_derivative_mae(tr.t, tr.p, tr.v) for rec in result.plans
-                   for tr in rec.trajectories])
+    mae = np.mean([plan_derivative_mae(tr.t, tr.p, tr.v) for rec in result.plans for tr in rec.trajectories])
     assert mae < 0.05
 
 
@@ -92,8 +91,9 @@ def test_solver_failure_flies_the_previous_plan_shifted(paper_config, teacher, m
     for old, new in zip(good, fallback):
         assert new.is_finite()
         assert new.t[0] == pytest.approx(state.t)
-        np.testing.assert_allclose(new.p[0], [np.interp(state.t, old.t, old.p[:, r])
-                                              for r in range(3)], atol=1e-9)
+        np.testing.assert_allclose(
+            new.p[0], [np.interp(state.t, old.t, old.p[:, r]) for r in range(3)], atol=1e-9
+        )
     monkeypatch.undo()
     teacher.reset()
     assert teacher.prev_plans is None
@@ -139,8 +139,8 @@ def test_nine_quadrotors_on_two_metre_cables(tmp_path):
 def _prior_of(teacher, ref_matrix):
     """The cable directions (k, n, 3) and tensions (k, n) of the teacher's reference matrix."""
     n = teacher.system.n_uavs
-    directions = ref_matrix[:, LOAD_REF_SIZE:LOAD_REF_SIZE + 3 * n].reshape(len(ref_matrix), n, 3)
-    return directions, ref_matrix[:, LOAD_REF_SIZE + 3 * n:]
+    directions = ref_matrix[:, LOAD_REF_SIZE : LOAD_REF_SIZE + 3 * n].reshape(len(ref_matrix), n, 3)
+    return directions, ref_matrix[:, LOAD_REF_SIZE + 3 * n :]
 
 
 def test_the_wrench_prior_is_the_wrench_formations_cable_forces():
@@ -156,12 +156,12 @@ def test_the_wrench_prior_is_the_wrench_formations_cable_forces():
         planner.clock, planner.pace = 3.0, 1.0
     directions, tensions = _prior_of(teacher, teacher._reference_matrix(reference, q0))
     pulls = FormationPlanner.from_config(config, tilt=True, wrench=True).cable_pulls(
-        reference, 3.0 + teacher.offsets)
+        reference, 3.0 + teacher.offsets
+    )
     np.testing.assert_allclose(directions * tensions[..., None], pulls, atol=1e-9)
     np.testing.assert_allclose(np.linalg.norm(directions, axis=-1), 1.0, atol=1e-12)
     tilt_directions, _ = _prior_of(tilt, tilt._reference_matrix(reference, q0))
-    assert np.degrees(np.max(np.arccos(np.clip(
-        np.sum(directions * tilt_directions, -1), -1.0, 1.0)))) > 1.0
+    assert np.degrees(np.max(np.arccos(np.clip(np.sum(directions * tilt_directions, -1), -1.0, 1.0)))) > 1.0
     teacher.pace = 0.0
     directions, tensions = _prior_of(teacher, teacher._reference_matrix(reference, q0))
     force = np.sum(directions * tensions[..., None], axis=1)  # on the quadrotors: their weight
@@ -181,10 +181,13 @@ def test_the_generalists_teacher_tracks_an_unseen_loop_better():
     assert overrides and all(o.startswith("teacher.") for o in overrides)
     reference = make_reference("loop", orientation="constant", seed=7, speed=1.0)
     metrics = {}
-    for name, config in (("default", load_config(None)),
-                         ("generalist", load_config(None, overrides=overrides))):
-        result = run_episode(make_backend("embedded", config),
-                             TeacherPlanner.from_config(config), reference, 20.0)
+    for name, config in (
+        ("default", load_config(None)),
+        ("generalist", load_config(None, overrides=overrides)),
+    ):
+        result = run_episode(
+            make_backend("embedded", config), TeacherPlanner.from_config(config), reference, 20.0
+        )
         assert result.status is EpisodeStatus.COMPLETED
         metrics[name] = result.metrics
     tuned, default = metrics["generalist"], metrics["default"]

@@ -27,8 +27,12 @@ def hermite_positions(plan, t):
     k = np.clip(np.searchsorted(plan.t, t, side="right") - 1, 0, plan.t.size - 2)
     dt = (plan.t[k + 1] - plan.t[k])[:, None]
     s = (t - plan.t[k])[:, None] / dt
-    return ((2 * s**3 - 3 * s**2 + 1) * plan.p[k] + (s**3 - 2 * s**2 + s) * dt * plan.v[k]
-            + (-2 * s**3 + 3 * s**2) * plan.p[k + 1] + (s**3 - s**2) * dt * plan.v[k + 1])
+    return (
+        (2 * s**3 - 3 * s**2 + 1) * plan.p[k]
+        + (s**3 - 2 * s**2 + s) * dt * plan.v[k]
+        + (-2 * s**3 + 3 * s**2) * plan.p[k + 1]
+        + (s**3 - s**2) * dt * plan.v[k + 1]
+    )
 
 
 def off_plan(result) -> float:
@@ -46,11 +50,13 @@ def off_plan(result) -> float:
 
 @pytest.fixture(scope="module")
 def hairpins(paper_config):
-    reference = make_reference("track:zandvoort", orientation="zero-sideslip", track_size=6.0,
-                               speed=1.2, min_radius=0.3)
+    reference = make_reference(
+        "track:zandvoort", orientation="zero-sideslip", track_size=6.0, speed=1.2, min_radius=0.3
+    )
     teacher = TeacherPlanner.from_config(paper_config)
-    result = run_episode(make_backend("embedded", paper_config), teacher, reference, 15.0,
-                         record_plans=True, keep_samples=True)
+    result = run_episode(
+        make_backend("embedded", paper_config), teacher, reference, 15.0, record_plans=True, keep_samples=True
+    )
     return result, teacher.report()
 
 

@@ -47,8 +47,7 @@ def ocp_state(state, n):
     return x
 
 
-PAPER_DRAG = AeroParams(load_drag_coeff=1.05, quadrotor_drag=(0.005, 0.005, 0.01),
-                        rotor_drag_coeff=5.0e-5)
+PAPER_DRAG = AeroParams(load_drag_coeff=1.05, quadrotor_drag=(0.005, 0.005, 0.01), rotor_drag_coeff=5.0e-5)
 """The drag paper.toml sets (stated here so the tests do not follow a config edit)."""
 
 
@@ -60,8 +59,14 @@ def test_load_dynamics_match_the_simulator_when_taut(n):
     each face's at most c_k eps^2 / 2 off the simulator's (|c| eps^2 / 2 together)."""
     config = dataclasses.replace(load_config(uavs=n), aero=PAPER_DRAG)
     backend = make_backend("embedded", config)
-    backend.reset(Scenario(load_p=np.array([0.0, 0.0, 1.0]), load_q=np.array([1.0, 0, 0, 0]),
-                           seed=n, disturbance=WrenchDisturbance(4.0, 0.4)))
+    backend.reset(
+        Scenario(
+            load_p=np.array([0.0, 0.0, 1.0]),
+            load_q=np.array([1.0, 0, 0, 0]),
+            seed=n,
+            disturbance=WrenchDisturbance(4.0, 0.4),
+        )
+    )
     model = LoadCableModel(config.system, config.aero)
     bare = LoadCableModel(config.system)
     sim = backend.sim
@@ -162,8 +167,7 @@ def test_kinematics_and_flatness_match_finite_differences(n, aero):
             left_out = model.uav_mass[i] * R_load @ np.cross(dalpha, model.rho[i])
             left_out = (left_out - z[1, i] * (z[1, i] @ left_out)) / np.linalg.norm(thrust[1, i])
             predicted = R @ np.cross(rates[1, i], [0.0, 0.0, 1.0])
-            np.testing.assert_allclose(predicted, z_dot[i] - left_out,
-                                       atol=1e-6 * (1 + np.abs(z_dot).max()))
+            np.testing.assert_allclose(predicted, z_dot[i] - left_out, atol=1e-6 * (1 + np.abs(z_dot).max()))
             assert rates[1, i, 2] == 0.0  # zero yaw rate by construction
 
 
@@ -223,8 +227,9 @@ def test_positions_and_thrusts_at_hover_by_hand():
     for i in range(3):
         u = geometry.directions[i]
         t = geometry.tensions[i]
-        expected_end = (np.array([1.0, 2.0, 1.5]) + np.array(system.load.attachments[i])
-                        + (1.0 + t / 5000.0) * u)
+        expected_end = (
+            np.array([1.0, 2.0, 1.5]) + np.array(system.load.attachments[i]) + (1.0 + t / 5000.0) * u
+        )
         expected_thrust = 0.6 * 9.81 * np.array([0, 0, 1.0]) + t * u
         np.testing.assert_allclose(thrust[i], expected_thrust, atol=1e-12)
         axis = expected_thrust / np.linalg.norm(expected_thrust)
@@ -264,8 +269,7 @@ def test_drag_in_the_accelerations_and_thrusts_by_hand():
         axes = np.column_stack([np.cross(y_axis, z), y_axis, z])
         body = axes.T @ speed
         frame = axes @ (-np.array([0.005, 0.005, 0.01]) * np.sqrt(body**2 + eps**2) * body)
-        w_hover = np.sqrt(np.linalg.norm(0.6 * 9.81 * np.array([0, 0, 1.0]) + t * u)
-                          / (4 * 8.0e-7))
+        w_hover = np.sqrt(np.linalg.norm(0.6 * 9.81 * np.array([0, 0, 1.0]) + t * u) / (4 * 8.0e-7))
         rotor = -4 * 5.0e-5 * w_hover * (speed - z * (z @ speed))
         np.testing.assert_allclose(thrust[i], free - frame - rotor, atol=1e-12)
         assert np.linalg.norm(rotor) > 0.4  # 0.35 kg/s times 1.5 m/s: not negligible
@@ -294,12 +298,18 @@ def test_constraints_by_hand():
     distance = np.linalg.norm(rho[0] - rho[1])
     thrust = 0.6 * 9.81 + half
     for params, expected in [
-        (TeacherParams(tension_min=7.0, tension_max=15.0, thrust_margin=0.5),
-         [half - 7.0, 15.0 - half, 10.0 - thrust, thrust - 1.0]),
-        (TeacherParams(tension_min=0.5, tension_max=6.8, thrust_margin=0.9),
-         [half - 0.5, 6.8 - half, 18.0 - thrust, thrust - 1.0]),
-        (TeacherParams(thrust_min=13.0, thrust_margin=0.9),
-         [half - 0.5, 15.0 - half, 18.0 - thrust, thrust - 13.0]),
+        (
+            TeacherParams(tension_min=7.0, tension_max=15.0, thrust_margin=0.5),
+            [half - 7.0, 15.0 - half, 10.0 - thrust, thrust - 1.0],
+        ),
+        (
+            TeacherParams(tension_min=0.5, tension_max=6.8, thrust_margin=0.9),
+            [half - 0.5, 6.8 - half, 18.0 - thrust, thrust - 1.0],
+        ),
+        (
+            TeacherParams(thrust_min=13.0, thrust_margin=0.9),
+            [half - 0.5, 15.0 - half, 18.0 - thrust, thrust - 13.0],
+        ),
     ]:
         h = np.array(path_constraints(model, params, x)).ravel()
         np.testing.assert_allclose(h[0:4], expected, atol=1e-9)
@@ -307,8 +317,7 @@ def test_constraints_by_hand():
         assert h[8] == pytest.approx((distance - 1.02) / 0.1)
         assert h[8] < 0.0
     relaxed = TeacherParams(min_distance=0.5, separation_margin=0.0)
-    assert np.array(path_constraints(model, relaxed, x)).ravel()[8] == pytest.approx(
-        (distance - 0.5) / 0.1)
+    assert np.array(path_constraints(model, relaxed, x)).ravel()[8] == pytest.approx((distance - 0.5) / 0.1)
 
 
 @pytest.mark.parametrize("n", [3, 6])
@@ -323,8 +332,9 @@ def test_formation_prior_balances_the_load_and_keeps_the_cone(n):
     force = np.einsum("kn,kna->ka", tensions, directions)
     np.testing.assert_allclose(force, 1.4 * (acceleration + [0.0, 0.0, 9.81]), atol=1e-9)
     for k in range(2):
-        np.testing.assert_allclose(directions[k] @ directions[k].T,
-                                   geometry.directions @ geometry.directions.T, atol=1e-12)
+        np.testing.assert_allclose(
+            directions[k] @ directions[k].T, geometry.directions @ geometry.directions.T, atol=1e-12
+        )
 
 
 def test_quaternion_rotation_helper_matches_rotations_module():
@@ -332,5 +342,4 @@ def test_quaternion_rotation_helper_matches_rotations_module():
 
     q = np.array([0.9, 0.1, -0.3, 0.2])
     q /= np.linalg.norm(q)
-    np.testing.assert_allclose(np.array(ca.DM(_quat_to_rot(ca.DM(q)))), quat_to_matrix(q),
-                               atol=1e-15)
+    np.testing.assert_allclose(np.array(ca.DM(_quat_to_rot(ca.DM(q)))), quat_to_matrix(q), atol=1e-15)

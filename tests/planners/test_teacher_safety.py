@@ -19,8 +19,7 @@ from planners.teacher_ocp import StepInfo
 
 
 def fly(config, planner, duration, trajectory="eight-medium", **kw):
-    return run_episode(make_backend("embedded", config), planner, make_reference(trajectory),
-                       duration, **kw)
+    return run_episode(make_backend("embedded", config), planner, make_reference(trajectory), duration, **kw)
 
 
 def with_teacher(config, **changes):
@@ -53,8 +52,7 @@ def test_separation_holds_against_the_formation_it_would_rather_keep(paper_confi
     samples = result.samples
     late = samples.t >= 2.0
     p = samples.uav_p[late]
-    closest = min(np.linalg.norm(p[:, i] - p[:, j], axis=1).min()
-                  for i in range(3) for j in range(i))
+    closest = min(np.linalg.norm(p[:, i] - p[:, j], axis=1).min() for i in range(3) for j in range(i))
     assert closest >= 1.23
     # the widening from rest may cost a plan or two whose first iterations ask for more than
     # the plan bounds allow (flown as the previous plan shifted); never one for the separation
@@ -120,8 +118,9 @@ def test_failed_solves_fall_back_without_a_cold_restart(paper_config, monkeypatc
     good = result.plans[18].trajectories
     for record in result.plans[19:22]:
         for old, new in zip(good, record.trajectories):
-            assert np.allclose(new.p[0], [np.interp(record.t, old.t, old.p[:, r])
-                                          for r in range(3)], atol=1e-9)
+            assert np.allclose(
+                new.p[0], [np.interp(record.t, old.t, old.p[:, r]) for r in range(3)], atol=1e-9
+            )
 
 
 def test_no_plan_slows_the_reference_down_to_a_hold_and_then_catches_up(paper_config):
@@ -159,13 +158,16 @@ def test_no_plan_slows_the_reference_down_to_a_hold_and_then_catches_up(paper_co
     assert max(lags) > 0.5 and report["reference_lag_s"] < max(lags) - 0.4
 
 
-@pytest.mark.parametrize(("key", "value", "expected"), [
-    ("pace_factor", 1.0, "expected below 1"),
-    ("pace_catch_up", 1.5, "expected at most 1"),
-    ("exact_penalty", 0.0, "expected a positive number"),
-    ("recovery_iterations", 1.5, "expected an integer"),
-    ("constraint_weight", 1e3, "unknown key"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("pace_factor", 1.0, "expected below 1"),
+        ("pace_catch_up", 1.5, "expected at most 1"),
+        ("exact_penalty", 0.0, "expected a positive number"),
+        ("recovery_iterations", 1.5, "expected an integer"),
+        ("constraint_weight", 1e3, "unknown key"),
+    ],
+)
 def test_teacher_table_refuses_bad_values(tmp_path, key, value, expected):
     from cableload_sim.params import ConfigError, load_config
 

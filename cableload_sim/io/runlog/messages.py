@@ -67,22 +67,34 @@ class MessageBuilder:
         return self.Twist(self.Vector3(*linear), self.Vector3(*angular))
 
     def odometry(self, header, child, p, q, v_body, omega_body):
-        return self.Odometry(header, child, self.PoseCov(self.pose(p, q), self.covariance),
-                             self.TwistCov(self.twist(v_body, omega_body), self.covariance))
+        return self.Odometry(
+            header,
+            child,
+            self.PoseCov(self.pose(p, q), self.covariance),
+            self.TwistCov(self.twist(v_body, omega_body), self.covariance),
+        )
 
     def quad_state(self, header, t, p, q, v, omega, motors, acceleration=None, jerk=None):
         accel = self.zero_twist if acceleration is None else self.twist(acceleration, (0, 0, 0))
         return self.QuadState(
-            header, t, self.pose(p, q), self.twist(v, omega), accel, self.zero3, self.zero3,
-            self.zero3 if jerk is None else self.vector(jerk), self.zero3, motors,
+            header,
+            t,
+            self.pose(p, q),
+            self.twist(v, omega),
+            accel,
+            self.zero3,
+            self.zero3,
+            self.zero3 if jerk is None else self.vector(jerk),
+            self.zero3,
+            motors,
         )
 
     def setpoint(self, stamp_ns: int, t: float, p, v, a, j, rates):
         """One plan node: planned state and body-rate command at node time ``t`` (s)."""
-        state = self.quad_state(self.header(stamp_ns), t, p, (1.0, 0.0, 0.0, 0.0), v, rates,
-                                np.zeros(0), acceleration=a, jerk=j)
-        command = self.Command(self.header(stamp_ns), t, False, 0.0, self.vector(rates),
-                               np.zeros(4))
+        state = self.quad_state(
+            self.header(stamp_ns), t, p, (1.0, 0.0, 0.0, 0.0), v, rates, np.zeros(0), acceleration=a, jerk=j
+        )
+        command = self.Command(self.header(stamp_ns), t, False, 0.0, self.vector(rates), np.zeros(4))
         return self.Setpoint(state, command)
 
 

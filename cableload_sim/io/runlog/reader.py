@@ -80,15 +80,20 @@ class _Decoder:
             if self.store.generate_msgdef(typename)[1] == conn.md5sum:
                 return self.store, typename
         if not conn.msgdef.strip():
-            warnings.warn(f"topic {conn.topic}: type {conn.msgtype} has no definition in the "
-                          "bag and differs from the known one; skipped", stacklevel=3)
+            warnings.warn(
+                f"topic {conn.topic}: type {conn.msgtype} has no definition in the "
+                "bag and differs from the known one; skipped",
+                stacklevel=3,
+            )
             return None
         try:
             store = get_typestore(Stores.EMPTY)
             store.register(get_types_from_msg(conn.msgdef, typename))
         except TypesysError as err:
-            warnings.warn(f"topic {conn.topic}: cannot parse the definition of {conn.msgtype}: "
-                          f"{err}; skipped", stacklevel=3)
+            warnings.warn(
+                f"topic {conn.topic}: cannot parse the definition of {conn.msgtype}: {err}; skipped",
+                stacklevel=3,
+            )
             return None
         return store, typename
 
@@ -191,23 +196,35 @@ def read_run(path) -> RunLog:
     info = _last_json(by_topic.get(CONFIG_TOPIC))
     metrics = _last_json(by_topic.get(METRICS_TOPIC)) if METRICS_TOPIC in by_topic else None
     quad_names = info.get("quad_names")
-    if not (isinstance(quad_names, list) and quad_names
-            and all(isinstance(q, str) for q in quad_names)):
+    if not (isinstance(quad_names, list) and quad_names and all(isinstance(q, str) for q in quad_names)):
         quad_names = _discover_quads(by_topic)
     system = None
     if "system" in info:
         try:
             system = system_from_dict(info["system"])
         except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise FileContentError(f"{str(path)!r}: the recorded system is unreadable "
-                                   f"({type(err).__name__}: {err})") from None
+            raise FileContentError(
+                f"{str(path)!r}: the recorded system is unreadable ({type(err).__name__}: {err})"
+            ) from None
 
-    samples, ref_p, ref_q, origin = _samples(by_topic, quad_names,
-                                             relative=info.get("format") != FORMAT)
+    samples, ref_p, ref_q, origin = _samples(by_topic, quad_names, relative=info.get("format") != FORMAT)
     plans = _plans(by_topic, quad_names, origin)
-    return RunLog(path, samples, ref_p, ref_q, plans, info.get("config"), metrics, system,
-                  quad_names, info, indexed, origin, _observed(by_topic, quad_names, origin),
-                  _onboard(by_topic, quad_names, origin))
+    return RunLog(
+        path,
+        samples,
+        ref_p,
+        ref_q,
+        plans,
+        info.get("config"),
+        metrics,
+        system,
+        quad_names,
+        info,
+        indexed,
+        origin,
+        _observed(by_topic, quad_names, origin),
+        _onboard(by_topic, quad_names, origin),
+    )
 
 
 def require_samples(run: RunLog) -> RunLog:
@@ -215,7 +232,8 @@ def require_samples(run: RunLog) -> RunLog:
     if len(run.samples) == 0:
         raise FileContentError(
             f"{str(run.path)!r} holds no samples of this project's topics ({LOAD_POSE_TOPIC}, "
-            f"{LOAD_ODOMETRY_TOPIC} or {STATE_TOPIC.format(quad='<quad>')})")
+            f"{LOAD_ODOMETRY_TOPIC} or {STATE_TOPIC.format(quad='<quad>')})"
+        )
     return run
 
 
@@ -225,11 +243,15 @@ def metrics_from_bag(path, system: SystemParams | None = None) -> dict:
     run = require_samples(read_run(path))
     system = system if system is not None else run.system
     if system is None:
-        raise UsageError(f"{str(run.path)!r} records no system ({CONFIG_TOPIC} missing); "
-                         "pass the flight's configuration: --config FILE (system= in Python)")
+        raise UsageError(
+            f"{str(run.path)!r} records no system ({CONFIG_TOPIC} missing); "
+            "pass the flight's configuration: --config FILE (system= in Python)"
+        )
     if run.samples.n_uavs != system.n_uavs:
-        raise UsageError(f"{str(run.path)!r}: {run.samples.n_uavs} quadrotors recorded, "
-                         f"the system given has {system.n_uavs}")
+        raise UsageError(
+            f"{str(run.path)!r}: {run.samples.n_uavs} quadrotors recorded, "
+            f"the system given has {system.n_uavs}"
+        )
     k = len(run.samples)
     ref_p = run.ref_p if run.ref_p is not None else np.full((k, 3), np.nan)
     ref_q = run.ref_q if run.ref_q is not None else np.full((k, 4), np.nan)
@@ -241,14 +263,19 @@ def system_from_dict(data: dict) -> SystemParams:
 
     def load(d):
         return LoadParams(
-            mass=d["mass"], size=tuple(d["size"]),
+            mass=d["mass"],
+            size=tuple(d["size"]),
             attachments=tuple(tuple(p) for p in d["attachments"]),
             inertia=None if d.get("inertia") is None else tuple(d["inertia"]),
         )
 
     def quad(d):
-        return QuadrotorParams(mass=d["mass"], inertia=tuple(d["inertia"]),
-                               attachment=tuple(d["attachment"]), rotor=RotorParams(**d["rotor"]))
+        return QuadrotorParams(
+            mass=d["mass"],
+            inertia=tuple(d["inertia"]),
+            attachment=tuple(d["attachment"]),
+            rotor=RotorParams(**d["rotor"]),
+        )
 
     return SystemParams(
         load=load(data["load"]),
@@ -342,43 +369,54 @@ def _series(entries, extract: dict) -> _Series | None:
 
 
 def _pose_series(entries) -> _Series | None:
-    return _series(entries, {"p": lambda m: _vec(m.pose.position),
-                             "q": lambda m: _quat(m.pose.orientation)})
+    return _series(entries, {"p": lambda m: _vec(m.pose.position), "q": lambda m: _quat(m.pose.orientation)})
 
 
 def _odometry_series(entries) -> _Series | None:
-    return _series(entries, {
-        "p": lambda m: _vec(m.pose.pose.position),
-        "q": lambda m: _quat(m.pose.pose.orientation),
-        "v_body": lambda m: _vec(m.twist.twist.linear),
-        "omega": lambda m: _vec(m.twist.twist.angular),
-    })
+    return _series(
+        entries,
+        {
+            "p": lambda m: _vec(m.pose.pose.position),
+            "q": lambda m: _quat(m.pose.pose.orientation),
+            "v_body": lambda m: _vec(m.twist.twist.linear),
+            "omega": lambda m: _vec(m.twist.twist.angular),
+        },
+    )
 
 
 def _state_series(entries) -> _Series | None:
-    return _series(entries, {
-        "t": lambda m: m.t,
-        "p": lambda m: _vec(m.pose.position),
-        "q": lambda m: _quat(m.pose.orientation),
-        "v": lambda m: _vec(m.velocity.linear),
-        "omega": lambda m: _vec(m.velocity.angular),
-        "motors": lambda m: list(m.motors) if len(m.motors) == 4 else [np.nan] * 4,
-    })
+    return _series(
+        entries,
+        {
+            "t": lambda m: m.t,
+            "p": lambda m: _vec(m.pose.position),
+            "q": lambda m: _quat(m.pose.orientation),
+            "v": lambda m: _vec(m.velocity.linear),
+            "omega": lambda m: _vec(m.velocity.angular),
+            "motors": lambda m: list(m.motors) if len(m.motors) == 4 else [np.nan] * 4,
+        },
+    )
 
 
 def _samples(by_topic: dict, quad_names: list[str], relative: bool):
     load_pose = _pose_series(by_topic.get(LOAD_POSE_TOPIC))
     load_odom = _odometry_series(by_topic.get(LOAD_ODOMETRY_TOPIC))
     reference = _pose_series(by_topic.get(LOAD_REFERENCE_TOPIC))
-    tension = _series(by_topic.get(TENSION_TOPIC), {"tension": lambda m: list(m.tension)}) \
-        if by_topic.get(TENSION_TOPIC) else None
+    tension = (
+        _series(by_topic.get(TENSION_TOPIC), {"tension": lambda m: list(m.tension)})
+        if by_topic.get(TENSION_TOPIC)
+        else None
+    )
     states = [_state_series(by_topic.get(STATE_TOPIC.format(quad=q))) for q in quad_names]
     odoms = [_odometry_series(by_topic.get(ODOMETRY_TOPIC.format(quad=q))) for q in quad_names]
     quads = [s if s is not None else o for s, o in zip(states, odoms, strict=True)]
     n = len(quad_names)
     if tension is not None and tension.values["tension"].shape[1:] != (n,):
-        warnings.warn(f"{TENSION_TOPIC}: {tension.values['tension'].shape[1:]} tensions per "
-                      f"message for {n} quadrotors; ignored", stacklevel=3)
+        warnings.warn(
+            f"{TENSION_TOPIC}: {tension.values['tension'].shape[1:]} tensions per "
+            f"message for {n} quadrotors; ignored",
+            stacklevel=3,
+        )
         tension = None
 
     base = load_pose or load_odom or next((q for q in quads if q is not None), None)
@@ -407,8 +445,10 @@ def _samples(by_topic: dict, quad_names: list[str], relative: bool):
     else:
         load_v, load_omega = _finite_differences(t, load_p, load_q)
 
-    uav = {name: np.full((k, n, size), np.nan) for name, size in
-           (("p", 3), ("q", 4), ("v", 3), ("omega", 3), ("motors", 4))}
+    uav = {
+        name: np.full((k, n, size), np.nan)
+        for name, size in (("p", 3), ("q", 4), ("v", 3), ("omega", 3), ("motors", 4))
+    }
     for i, (state, odom) in enumerate(zip(states, odoms, strict=True)):
         if k == 0:
             break
@@ -421,16 +461,22 @@ def _samples(by_topic: dict, quad_names: list[str], relative: bool):
         elif odom is not None:
             uav["p"][:, i] = odom.at(times, "p")
             uav["q"][:, i] = odom.attitude_at(times, "q")
-            uav["v"][:, i] = np.einsum("kij,kj->ki", quat_to_matrix(uav["q"][:, i]),
-                                       odom.at(times, "v_body"))
+            uav["v"][:, i] = np.einsum("kij,kj->ki", quat_to_matrix(uav["q"][:, i]), odom.at(times, "v_body"))
             uav["omega"][:, i] = odom.at(times, "omega")
-    cable_tension = tension.at(times, "tension") if tension is not None and k else \
-        np.full((k, n), np.nan)
+    cable_tension = tension.at(times, "tension") if tension is not None and k else np.full((k, n), np.nan)
 
     samples = WorldSamples(
-        t=np.asarray(t, dtype=float), load_p=load_p, load_q=load_q, load_v=load_v,
-        load_omega=load_omega, uav_p=uav["p"], uav_q=uav["q"], uav_v=uav["v"],
-        uav_omega=uav["omega"], rotor_speeds=uav["motors"], cable_tension=cable_tension,
+        t=np.asarray(t, dtype=float),
+        load_p=load_p,
+        load_q=load_q,
+        load_v=load_v,
+        load_omega=load_omega,
+        uav_p=uav["p"],
+        uav_q=uav["q"],
+        uav_v=uav["v"],
+        uav_omega=uav["omega"],
+        rotor_speeds=uav["motors"],
+        cable_tension=cable_tension,
     )
     if reference is None or k == 0:
         return samples, None, None, origin
@@ -440,8 +486,7 @@ def _samples(by_topic: dict, quad_names: list[str], relative: bool):
 def _observed(by_topic: dict, quad_names: list[str], origin: int) -> WorldSamples | None:
     """The observed states at the observed load's stamps, when every body's were recorded."""
     load = _odometry_series(by_topic.get(OBSERVED_LOAD_TOPIC))
-    quads = [_odometry_series(by_topic.get(OBSERVED_ODOMETRY_TOPIC.format(quad=q)))
-             for q in quad_names]
+    quads = [_odometry_series(by_topic.get(OBSERVED_ODOMETRY_TOPIC.format(quad=q))) for q in quad_names]
     if load is None or any(q is None for q in quads):
         return None
     times = load.stamps
@@ -450,27 +495,34 @@ def _observed(by_topic: dict, quad_names: list[str], origin: int) -> WorldSample
     uav_q = np.stack([q.attitude_at(times, "q") for q in quads], axis=1)
     uav_v_body = np.stack([q.at(times, "v_body") for q in quads], axis=1)
     return WorldSamples(
-        t=(times - origin) / 1e9, load_p=load.at(times, "p"), load_q=load_q,
+        t=(times - origin) / 1e9,
+        load_p=load.at(times, "p"),
+        load_q=load_q,
         load_v=np.einsum("kij,kj->ki", quat_to_matrix(load_q), load.at(times, "v_body")),
         load_omega=load.at(times, "omega"),
-        uav_p=np.stack([q.at(times, "p") for q in quads], axis=1), uav_q=uav_q,
+        uav_p=np.stack([q.at(times, "p") for q in quads], axis=1),
+        uav_q=uav_q,
         uav_v=np.einsum("knij,knj->kni", quat_to_matrix(uav_q), uav_v_body),
         uav_omega=np.stack([q.at(times, "omega") for q in quads], axis=1),
-        rotor_speeds=np.full((k, n, 4), np.nan), cable_tension=np.full((k, n), np.nan))
+        rotor_speeds=np.full((k, n, 4), np.nan),
+        cable_tension=np.full((k, n), np.nan),
+    )
 
 
 def _onboard(by_topic: dict, quad_names: list[str], origin: int) -> OnboardEstimates | None:
     """The onboard estimates at the first quadrotor's stamps, when every one's were recorded."""
-    quads = [_odometry_series(by_topic.get(ONBOARD_ESTIMATE_TOPIC.format(quad=q)))
-             for q in quad_names]
+    quads = [_odometry_series(by_topic.get(ONBOARD_ESTIMATE_TOPIC.format(quad=q))) for q in quad_names]
     if not quads or any(q is None for q in quads):
         return None
     times = quads[0].stamps
     uav_q = np.stack([q.attitude_at(times, "q") for q in quads], axis=1)
     v_body = np.stack([q.at(times, "v_body") for q in quads], axis=1)
-    return OnboardEstimates(t=(times - origin) / 1e9,
-                            p=np.stack([q.at(times, "p") for q in quads], axis=1), q=uav_q,
-                            v=np.einsum("knij,knj->kni", quat_to_matrix(uav_q), v_body))
+    return OnboardEstimates(
+        t=(times - origin) / 1e9,
+        p=np.stack([q.at(times, "p") for q in quads], axis=1),
+        q=uav_q,
+        v=np.einsum("knij,knj->kni", quat_to_matrix(uav_q), v_body),
+    )
 
 
 def _finite_differences(t: np.ndarray, p: np.ndarray, q: np.ndarray):

@@ -59,13 +59,17 @@ def read_raw_messages(path) -> tuple[list[RawMessage], bool]:
     check_bag_file(path)
     with path.open("rb") as file:
         if file.read(len(BAG_MAGIC)) != BAG_MAGIC:
-            raise FileContentError(f"{str(path)!r} is not a ROS1 bag (version 2.0): it does not "
-                                   f"start with {BAG_MAGIC!r}")
+            raise FileContentError(
+                f"{str(path)!r} is not a ROS1 bag (version 2.0): it does not start with {BAG_MAGIC!r}"
+            )
     try:
         with Reader(path) as reader:
             messages = [
-                RawMessage(BagConnection(c.topic, denormalize_msgtype(c.msgtype), c.digest,
-                                         c.msgdef.data), t, bytes(raw))
+                RawMessage(
+                    BagConnection(c.topic, denormalize_msgtype(c.msgtype), c.digest, c.msgdef.data),
+                    t,
+                    bytes(raw),
+                )
                 for c, t, raw in reader.messages()
             ]
         return messages, True
@@ -84,8 +88,9 @@ def scan_bag(path) -> list[RawMessage]:
     check_bag_file(path)
     data = path.read_bytes()
     if not data.startswith(BAG_MAGIC):
-        raise FileContentError(f"{str(path)!r} is not a ROS1 bag (version 2.0): it does not "
-                               f"start with {BAG_MAGIC!r}")
+        raise FileContentError(
+            f"{str(path)!r} is not a ROS1 bag (version 2.0): it does not start with {BAG_MAGIC!r}"
+        )
     connections: dict[int, BagConnection] = {}
     messages: list[RawMessage] = []
     pos = len(BAG_MAGIC)
@@ -117,14 +122,14 @@ def _read_record(data: bytes, pos: int):
     start = pos + 4
     if start + header_len + 4 > len(data):
         return None
-    fields = _parse_fields(data[start:start + header_len])
+    fields = _parse_fields(data[start : start + header_len])
     if fields is None:
         return None
     (data_len,) = _U32.unpack_from(data, start + header_len)
     body_start = start + header_len + 4
     body_end = body_start + data_len
     complete = body_end <= len(data)
-    return fields, data[body_start:min(body_end, len(data))], body_end, complete
+    return fields, data[body_start : min(body_end, len(data))], body_end, complete
 
 
 def _parse_fields(block: bytes) -> dict[str, bytes] | None:
@@ -134,7 +139,7 @@ def _parse_fields(block: bytes) -> dict[str, bytes] | None:
         if pos + 4 > len(block):
             return None
         (size,) = _U32.unpack_from(block, pos)
-        item = block[pos + 4:pos + 4 + size]
+        item = block[pos + 4 : pos + 4 + size]
         if len(item) != size or b"=" not in item:
             return None
         key, value = item.split(b"=", 1)
@@ -155,13 +160,14 @@ def _decompress(compression: bytes | None, body: bytes) -> bytes | None:
 
             return lz4.frame.decompress(body)
     except ImportError:
-        warnings.warn("a chunk is compressed with lz4, which needs the lz4 package; skipped",
-                      stacklevel=4)
+        warnings.warn("a chunk is compressed with lz4, which needs the lz4 package; skipped", stacklevel=4)
     except (OSError, ValueError, RuntimeError):
         pass  # damaged data: the chunk is skipped
     else:
-        warnings.warn(f"chunk compression {compression!r} is not supported (expected none, bz2 "
-                      "or lz4); skipped", stacklevel=4)
+        warnings.warn(
+            f"chunk compression {compression!r} is not supported (expected none, bz2 or lz4); skipped",
+            stacklevel=4,
+        )
     return None
 
 

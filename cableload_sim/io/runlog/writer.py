@@ -74,17 +74,22 @@ def check_output_path(path, overwrite: bool = False) -> None:
         if not existing.exists() and not existing.is_symlink():
             continue
         if existing.is_dir():
-            raise UsageError(f"run log {str(existing)!r} is a folder; expected a file name, "
-                             f"e.g. {str(existing / 'run.bag')!r}")
+            raise UsageError(
+                f"run log {str(existing)!r} is a folder; expected a file name, "
+                f"e.g. {str(existing / 'run.bag')!r}"
+            )
         if not (existing.is_file() or existing.is_symlink()):
             raise UsageError(f"run log {str(existing)!r} exists and is not a regular file")
         if not overwrite:
-            raise OutputExistsError(f"run log {str(existing)!r} exists already; choose another "
-                                    "path or pass --overwrite (overwrite=True)")
+            raise OutputExistsError(
+                f"run log {str(existing)!r} exists already; choose another "
+                "path or pass --overwrite (overwrite=True)"
+            )
 
 
-def estimated_size(n_uavs: int, duration_s: float, sample_rate_hz: float, plan_rate_hz: float,
-                   nodes: int = N_NODES) -> float:
+def estimated_size(
+    n_uavs: int, duration_s: float, sample_rate_hz: float, plan_rate_hz: float, nodes: int = N_NODES
+) -> float:
     """Bytes of a run log of ``duration_s`` seconds (s) with samples and plans at the given
     rates (Hz): the messages the writer writes, serialized, plus their record overhead."""
     store = make_typestore()
@@ -102,14 +107,13 @@ def estimated_size(n_uavs: int, duration_s: float, sample_rate_hz: float, plan_r
     per_sample += size(msg.CableTension(header, np.zeros(n_uavs)), CABLE_TENSION)
     per_plan = 0
     for quad in names:
-        per_sample += size(msg.quad_state(header, 0.0, zeros, unit, zeros, zeros, np.zeros(4)),
-                           QUAD_STATE)
-        per_sample += size(msg.odometry(header, f"{quad}/body", zeros, unit, zeros, zeros),
-                           ODOMETRY)
+        per_sample += size(msg.quad_state(header, 0.0, zeros, unit, zeros, zeros, np.zeros(4)), QUAD_STATE)
+        per_sample += size(msg.odometry(header, f"{quad}/body", zeros, unit, zeros, zeros), ODOMETRY)
         points = [msg.setpoint(0, 0.0, zeros, zeros, zeros, zeros, zeros)] * nodes
         per_plan += size(msg.Reference(header, points), REFERENCE)
-    per_plan += (n_uavs + 1) * size(msg.odometry(header, "load", zeros, unit, zeros, zeros),
-                                    ODOMETRY)  # the observed states
+    per_plan += (n_uavs + 1) * size(
+        msg.odometry(header, "load", zeros, unit, zeros, zeros), ODOMETRY
+    )  # the observed states
     return float(duration_s) * (sample_rate_hz * per_sample + plan_rate_hz * per_plan)
 
 
@@ -123,8 +127,16 @@ class RunLogWriter:
     (``check_output_path`` says what else is refused).
     """
 
-    def __init__(self, path, config=None, quad_names=None, *, overwrite: bool = False,
-                 flush_period_s: float = 1.0, fsync: bool = True):
+    def __init__(
+        self,
+        path,
+        config=None,
+        quad_names=None,
+        *,
+        overwrite: bool = False,
+        flush_period_s: float = 1.0,
+        fsync: bool = True,
+    ):
         self.path = Path(path)
         self.active_path = active_path(self.path)
         if not flush_period_s > 0.0:
@@ -150,8 +162,7 @@ class RunLogWriter:
 
     # EpisodeLogger protocol ------------------------------------------------------------------
 
-    def start(self, system: SystemParams, reference=None, scenario=None,
-              planner_name: str = "") -> None:
+    def start(self, system: SystemParams, reference=None, scenario=None, planner_name: str = "") -> None:
         """Open the bag, register every topic, write the configuration and flush."""
         from rosbags.rosbag1 import Writer
 
@@ -196,8 +207,7 @@ class RunLogWriter:
                 "reference": _describe_reference(reference),
                 "scenario": _describe_scenario(scenario),
                 "system": dataclasses.asdict(system),
-                "config": self.config if self.config is not None else {
-                    "system": dataclasses.asdict(system)},
+                "config": self.config if self.config is not None else {"system": dataclasses.asdict(system)},
             }
             self._write(CONFIG_TOPIC, 0, self._msg.String(to_json(info)))
             self._flush()
@@ -209,16 +219,21 @@ class RunLogWriter:
         if not trajectories:
             return
         if len(trajectories) != len(self.quad_names):
-            raise ValueError(f"plans: expected {len(self.quad_names)} trajectories, "
-                             f"got {len(trajectories)}")
+            raise ValueError(f"plans: expected {len(self.quad_names)} trajectories, got {len(trajectories)}")
         stamp = ros_time_ns(t)
         msg = self._msg
         with self._disk():
             for quad, traj in zip(self.quad_names, trajectories, strict=True):
                 points = [
-                    msg.setpoint(ros_time_ns(max(float(traj.t[k]), 0.0)), float(traj.t[k]),
-                                 traj.p[k].tolist(), traj.v[k].tolist(), traj.a[k].tolist(),
-                                 traj.j[k].tolist(), traj.body_rates[k].tolist())
+                    msg.setpoint(
+                        ros_time_ns(max(float(traj.t[k]), 0.0)),
+                        float(traj.t[k]),
+                        traj.p[k].tolist(),
+                        traj.v[k].tolist(),
+                        traj.a[k].tolist(),
+                        traj.j[k].tolist(),
+                        traj.body_rates[k].tolist(),
+                    )
                     for k in range(traj.n_nodes)
                 ]
                 topic = TRAJECTORY_TOPIC.format(quad=quad)
@@ -229,21 +244,38 @@ class RunLogWriter:
         when the backend has sensors; the true state otherwise)."""
         self._check_open()
         if state.n_uavs != len(self.quad_names):
-            raise ValueError(f"observed: expected {len(self.quad_names)} quadrotors, "
-                             f"got {state.n_uavs}")
+            raise ValueError(f"observed: expected {len(self.quad_names)} quadrotors, got {state.n_uavs}")
         stamp = ros_time_ns(state.t)
         msg = self._msg
         with self._disk():
             v_body = quat_to_matrix(state.load_q).T @ state.load_v
-            self._write(OBSERVED_LOAD_TOPIC, stamp, msg.odometry(
-                self._header(OBSERVED_LOAD_TOPIC, stamp), "load", state.load_p.tolist(),
-                state.load_q.tolist(), v_body.tolist(), state.load_omega.tolist()))
+            self._write(
+                OBSERVED_LOAD_TOPIC,
+                stamp,
+                msg.odometry(
+                    self._header(OBSERVED_LOAD_TOPIC, stamp),
+                    "load",
+                    state.load_p.tolist(),
+                    state.load_q.tolist(),
+                    v_body.tolist(),
+                    state.load_omega.tolist(),
+                ),
+            )
             for i, quad in enumerate(self.quad_names):
                 v_body = quat_to_matrix(state.uav_q[i]).T @ state.uav_v[i]
                 topic = OBSERVED_ODOMETRY_TOPIC.format(quad=quad)
-                self._write(topic, stamp, msg.odometry(
-                    self._header(topic, stamp), f"{quad}/body", state.uav_p[i].tolist(),
-                    state.uav_q[i].tolist(), v_body.tolist(), state.uav_omega[i].tolist()))
+                self._write(
+                    topic,
+                    stamp,
+                    msg.odometry(
+                        self._header(topic, stamp),
+                        f"{quad}/body",
+                        state.uav_p[i].tolist(),
+                        state.uav_q[i].tolist(),
+                        v_body.tolist(),
+                        state.uav_omega[i].tolist(),
+                    ),
+                )
 
     def onboard_estimate(self, t: float, p: np.ndarray, q: np.ndarray, v: np.ndarray) -> None:
         """The quadrotors' onboard estimates (``[imu]``) at time ``t``: positions (n, 3),
@@ -255,17 +287,28 @@ class RunLogWriter:
         n = len(self.quad_names)
         p, q, v = (np.asarray(x, dtype=float) for x in (p, q, v))
         if p.shape != (n, 3) or q.shape != (n, 4) or v.shape != (n, 3):
-            raise ValueError(f"onboard_estimate: expected ({n}, 3), ({n}, 4), ({n}, 3) arrays, "
-                             f"got {p.shape}, {q.shape}, {v.shape}")
+            raise ValueError(
+                f"onboard_estimate: expected ({n}, 3), ({n}, 4), ({n}, 3) arrays, "
+                f"got {p.shape}, {q.shape}, {v.shape}"
+            )
         stamp = ros_time_ns(t)
         msg = self._msg
         with self._disk():
             for i, quad in enumerate(self.quad_names):
                 v_body = quat_to_matrix(q[i]).T @ v[i]
                 topic = ONBOARD_ESTIMATE_TOPIC.format(quad=quad)
-                self._write(topic, stamp, msg.odometry(
-                    self._header(topic, stamp), f"{quad}/body", p[i].tolist(), q[i].tolist(),
-                    v_body.tolist(), [0.0, 0.0, 0.0]))
+                self._write(
+                    topic,
+                    stamp,
+                    msg.odometry(
+                        self._header(topic, stamp),
+                        f"{quad}/body",
+                        p[i].tolist(),
+                        q[i].tolist(),
+                        v_body.tolist(),
+                        [0.0, 0.0, 0.0],
+                    ),
+                )
 
     def samples(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None:
         """Samples with the load reference at the same times; flushes every simulated second."""
@@ -274,13 +317,14 @@ class RunLogWriter:
         if k_count == 0:
             return
         if samples.n_uavs != len(self.quad_names):
-            raise ValueError(f"samples: expected {len(self.quad_names)} quadrotors, "
-                             f"got {samples.n_uavs}")
+            raise ValueError(f"samples: expected {len(self.quad_names)} quadrotors, got {samples.n_uavs}")
         ref_p = np.asarray(ref_p, dtype=float)
         ref_q = np.asarray(ref_q, dtype=float)
         if ref_p.shape != (k_count, 3) or ref_q.shape != (k_count, 4):
-            raise ValueError(f"samples: reference shapes {ref_p.shape}, {ref_q.shape}; expected "
-                             f"({k_count}, 3) and ({k_count}, 4)")
+            raise ValueError(
+                f"samples: reference shapes {ref_p.shape}, {ref_q.shape}; expected "
+                f"({k_count}, 3) and ({k_count}, 4)"
+            )
         with self._disk():
             self._write_samples(samples, ref_p.tolist(), ref_q.tolist())
             self._last_t = max(self._last_t, float(samples.t[-1]))
@@ -339,8 +383,7 @@ class RunLogWriter:
             kept = self.active_path.exists() and self.flushed_time >= 0.0
             detail = err.strerror or str(err)
             if kept:
-                detail += (f" (the log up to {self.flushed_time:g} s of simulated time is kept "
-                           "in this file)")
+                detail += f" (the log up to {self.flushed_time:g} s of simulated time is kept in this file)"
             raise OSError(err.errno, detail, str(err.filename or self.active_path)) from None
 
     def _check_open(self) -> None:
@@ -349,9 +392,12 @@ class RunLogWriter:
             raise RuntimeError(f"run log {str(self.path)!r} is {state}")
 
     def _add(self, topic: str, msgtype: str, latching: int | None = None) -> None:
-        self._conn[topic] = (self._bag.add_connection(
-            topic, msgtype, typestore=self._store, callerid="/cableload", latching=latching),
-            msgtype)
+        self._conn[topic] = (
+            self._bag.add_connection(
+                topic, msgtype, typestore=self._store, callerid="/cableload", latching=latching
+            ),
+            msgtype,
+        )
 
     def _header(self, topic: str, stamp: int):
         seq = self._seq.get(topic, 0)
@@ -365,10 +411,8 @@ class RunLogWriter:
     def _write_samples(self, samples: WorldSamples, ref_p: list, ref_q: list) -> None:
         msg = self._msg
         # Odometry twists are in the child (body) frame: v_body = R^T v_world.
-        load_v_body = np.einsum("kji,kj->ki", quat_to_matrix(samples.load_q),
-                                samples.load_v).tolist()
-        uav_v_body = np.einsum("knji,knj->kni", quat_to_matrix(samples.uav_q),
-                               samples.uav_v).tolist()
+        load_v_body = np.einsum("kji,kj->ki", quat_to_matrix(samples.load_q), samples.load_v).tolist()
+        uav_v_body = np.einsum("knji,knj->kni", quat_to_matrix(samples.uav_q), samples.uav_v).tolist()
         arrays = {f: getattr(samples, f).tolist() for f in WorldSamples.FIELDS}
         for k in range(len(samples)):
             t = arrays["t"][k]
@@ -377,22 +421,54 @@ class RunLogWriter:
                 p, q = arrays["uav_p"][k][i], arrays["uav_q"][k][i]
                 omega = arrays["uav_omega"][k][i]
                 topic = STATE_TOPIC.format(quad=quad)
-                self._write(topic, stamp, msg.quad_state(
-                    self._header(topic, stamp), t, p, q, arrays["uav_v"][k][i], omega,
-                    np.array(arrays["rotor_speeds"][k][i])))
+                self._write(
+                    topic,
+                    stamp,
+                    msg.quad_state(
+                        self._header(topic, stamp),
+                        t,
+                        p,
+                        q,
+                        arrays["uav_v"][k][i],
+                        omega,
+                        np.array(arrays["rotor_speeds"][k][i]),
+                    ),
+                )
                 topic = ODOMETRY_TOPIC.format(quad=quad)
-                self._write(topic, stamp, msg.odometry(
-                    self._header(topic, stamp), f"{quad}/body", p, q, uav_v_body[k][i], omega))
-            self._write(LOAD_POSE_TOPIC, stamp, msg.PoseStamped(
-                self._header(LOAD_POSE_TOPIC, stamp),
-                msg.pose(arrays["load_p"][k], arrays["load_q"][k])))
-            self._write(LOAD_ODOMETRY_TOPIC, stamp, msg.odometry(
-                self._header(LOAD_ODOMETRY_TOPIC, stamp), "load", arrays["load_p"][k],
-                arrays["load_q"][k], load_v_body[k], arrays["load_omega"][k]))
-            self._write(LOAD_REFERENCE_TOPIC, stamp, msg.PoseStamped(
-                self._header(LOAD_REFERENCE_TOPIC, stamp), msg.pose(ref_p[k], ref_q[k])))
-            self._write(TENSION_TOPIC, stamp, msg.CableTension(
-                self._header(TENSION_TOPIC, stamp), np.array(arrays["cable_tension"][k])))
+                self._write(
+                    topic,
+                    stamp,
+                    msg.odometry(self._header(topic, stamp), f"{quad}/body", p, q, uav_v_body[k][i], omega),
+                )
+            self._write(
+                LOAD_POSE_TOPIC,
+                stamp,
+                msg.PoseStamped(
+                    self._header(LOAD_POSE_TOPIC, stamp), msg.pose(arrays["load_p"][k], arrays["load_q"][k])
+                ),
+            )
+            self._write(
+                LOAD_ODOMETRY_TOPIC,
+                stamp,
+                msg.odometry(
+                    self._header(LOAD_ODOMETRY_TOPIC, stamp),
+                    "load",
+                    arrays["load_p"][k],
+                    arrays["load_q"][k],
+                    load_v_body[k],
+                    arrays["load_omega"][k],
+                ),
+            )
+            self._write(
+                LOAD_REFERENCE_TOPIC,
+                stamp,
+                msg.PoseStamped(self._header(LOAD_REFERENCE_TOPIC, stamp), msg.pose(ref_p[k], ref_q[k])),
+            )
+            self._write(
+                TENSION_TOPIC,
+                stamp,
+                msg.CableTension(self._header(TENSION_TOPIC, stamp), np.array(arrays["cable_tension"][k])),
+            )
 
     def _flush(self) -> None:
         """Close the open chunk, push it to the disk, and keep only counts of what was written.
@@ -411,8 +487,7 @@ class RunLogWriter:
             os.fsync(bag.bio.fileno())
         for k in range(self._compacted, len(bag.chunks) - 1):
             chunk = bag.chunks[k]
-            chunk.connections = {conn: range(len(items))
-                                 for conn, items in chunk.connections.items()}
+            chunk.connections = {conn: range(len(items)) for conn, items in chunk.connections.items()}
         self._compacted = len(bag.chunks) - 1
         self.flushed_time = self._last_t
 
@@ -434,6 +509,5 @@ def _describe_scenario(scenario) -> dict | None:
         "load_p": np.asarray(scenario.load_p, dtype=float).tolist(),
         "load_q": np.asarray(scenario.load_q, dtype=float).tolist(),
         "seed": getattr(scenario, "seed", None),
-        "disturbance": dataclasses.asdict(disturbance)
-        if dataclasses.is_dataclass(disturbance) else None,
+        "disturbance": dataclasses.asdict(disturbance) if dataclasses.is_dataclass(disturbance) else None,
     }

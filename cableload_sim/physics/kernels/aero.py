@@ -38,9 +38,11 @@ def wind_at(wind, wind_dt, t):
     if j >= last:
         return wind[last, 0], wind[last, 1], wind[last, 2]
     f = s - j
-    return wind[j, 0] + f * (wind[j + 1, 0] - wind[j, 0]), \
-        wind[j, 1] + f * (wind[j + 1, 1] - wind[j, 1]), \
-        wind[j, 2] + f * (wind[j + 1, 2] - wind[j, 2])
+    return (
+        wind[j, 0] + f * (wind[j + 1, 0] - wind[j, 0]),
+        wind[j, 1] + f * (wind[j + 1, 1] - wind[j, 1]),
+        wind[j, 2] + f * (wind[j + 1, 2] - wind[j, 2]),
+    )
 
 
 @kernel(inline="always")
@@ -55,12 +57,9 @@ def aero_forces(x, model, n, wx, wy, wz, R, force, torque):
     cx = model[M_LOAD_BOX_CENTRE]
     cy = model[M_LOAD_BOX_CENTRE + 1]
     cz = model[M_LOAD_BOX_CENTRE + 2]
-    ux = R[0, 0] * vx + R[0, 3] * vy + R[0, 6] * vz \
-        + x[LOAD_RATE + 1] * cz - x[LOAD_RATE + 2] * cy
-    uy = R[0, 1] * vx + R[0, 4] * vy + R[0, 7] * vz \
-        + x[LOAD_RATE + 2] * cx - x[LOAD_RATE] * cz
-    uz = R[0, 2] * vx + R[0, 5] * vy + R[0, 8] * vz \
-        + x[LOAD_RATE] * cy - x[LOAD_RATE + 1] * cx
+    ux = R[0, 0] * vx + R[0, 3] * vy + R[0, 6] * vz + x[LOAD_RATE + 1] * cz - x[LOAD_RATE + 2] * cy
+    uy = R[0, 1] * vx + R[0, 4] * vy + R[0, 7] * vz + x[LOAD_RATE + 2] * cx - x[LOAD_RATE] * cz
+    uz = R[0, 2] * vx + R[0, 5] * vy + R[0, 8] * vz + x[LOAD_RATE] * cy - x[LOAD_RATE + 1] * cx
     dx = -model[M_LOAD_DRAG] * abs(ux) * ux
     dy = -model[M_LOAD_DRAG + 1] * abs(uy) * uy
     dz = -model[M_LOAD_DRAG + 2] * abs(uz) * uz

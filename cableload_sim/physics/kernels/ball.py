@@ -89,10 +89,8 @@ def ball_forces(x, model, n, R, force, torque):
     k = model[M_BALL_STIFFNESS]
     c = model[M_BALL_DAMPING]
     fx = _wall_push(px - model[M_LOAD_BOX_CENTRE], sx, model[M_LOAD_HALF_SIZE], radius, k, c)
-    fy = _wall_push(py - model[M_LOAD_BOX_CENTRE + 1], sy, model[M_LOAD_HALF_SIZE + 1],
-                    radius, k, c)
-    fz = _wall_push(pz - model[M_LOAD_BOX_CENTRE + 2], sz, model[M_LOAD_HALF_SIZE + 2],
-                    radius, k, c)
+    fy = _wall_push(py - model[M_LOAD_BOX_CENTRE + 1], sy, model[M_LOAD_HALF_SIZE + 1], radius, k, c)
+    fz = _wall_push(pz - model[M_LOAD_BOX_CENTRE + 2], sz, model[M_LOAD_HALF_SIZE + 2], radius, k, c)
     mu = model[M_BALL_FRICTION]
     if mu > 0.0:
         slip = model[M_BALL_SLIP_SPEED]

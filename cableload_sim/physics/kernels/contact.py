@@ -129,11 +129,21 @@ def ground_forces(x, model, n, R, force, torque):
             sx = 1.0 if corner & 1 else -1.0
             sy = 1.0 if corner & 2 else -1.0
             sz = 1.0 if corner & 4 else -1.0
-            _point_contact(x, 0, 0,
-                           model[M_LOAD_BOX_CENTRE] + sx * model[M_LOAD_HALF_SIZE],
-                           model[M_LOAD_BOX_CENTRE + 1] + sy * model[M_LOAD_HALF_SIZE + 1],
-                           model[M_LOAD_BOX_CENTRE + 2] + sz * model[M_LOAD_HALF_SIZE + 2],
-                           R, force, torque, k, c, mu, slip)
+            _point_contact(
+                x,
+                0,
+                0,
+                model[M_LOAD_BOX_CENTRE] + sx * model[M_LOAD_HALF_SIZE],
+                model[M_LOAD_BOX_CENTRE + 1] + sy * model[M_LOAD_HALF_SIZE + 1],
+                model[M_LOAD_BOX_CENTRE + 2] + sz * model[M_LOAD_HALF_SIZE + 2],
+                R,
+                force,
+                torque,
+                k,
+                c,
+                mu,
+                slip,
+            )
     reach = model[M_GROUND_QUAD_REACH]
     below = -model[M_GROUND_LANDING]
     for i in range(n):
@@ -142,8 +152,9 @@ def ground_forces(x, model, n, R, force, torque):
             continue
         qm = quad_model_offset(i) + QM_ROTOR_XY
         for r in range(4):
-            _point_contact(x, o, i + 1, model[qm + 2 * r], model[qm + 2 * r + 1], below,
-                           R, force, torque, k, c, mu, slip)
+            _point_contact(
+                x, o, i + 1, model[qm + 2 * r], model[qm + 2 * r + 1], below, R, force, torque, k, c, mu, slip
+            )
 
 
 @kernel(inline="always")
@@ -158,10 +169,14 @@ def _end(x, o, b, rx, ry, rz, R):
     cx = wy * rz - wz * ry
     cy = wz * rx - wx * rz
     cz = wx * ry - wy * rx
-    return (ox, oy, oz,
-            x[o + BODY_VEL] + R[b, 0] * cx + R[b, 1] * cy + R[b, 2] * cz,
-            x[o + BODY_VEL + 1] + R[b, 3] * cx + R[b, 4] * cy + R[b, 5] * cz,
-            x[o + BODY_VEL + 2] + R[b, 6] * cx + R[b, 7] * cy + R[b, 8] * cz)
+    return (
+        ox,
+        oy,
+        oz,
+        x[o + BODY_VEL] + R[b, 0] * cx + R[b, 1] * cy + R[b, 2] * cz,
+        x[o + BODY_VEL + 1] + R[b, 3] * cx + R[b, 4] * cy + R[b, 5] * cz,
+        x[o + BODY_VEL + 2] + R[b, 6] * cx + R[b, 7] * cy + R[b, 8] * cz,
+    )
 
 
 @kernel(inline="always")
@@ -190,8 +205,11 @@ def _angular_share(b, rx, ry, rz, dx, dy, dz, R, body):
     ax = ry * bz - rz * by
     ay = rz * bx - rx * bz
     az = rx * by - ry * bx
-    return ax * ax * body[b, BC_INV_INERTIA] + ay * ay * body[b, BC_INV_INERTIA + 1] \
+    return (
+        ax * ax * body[b, BC_INV_INERTIA]
+        + ay * ay * body[b, BC_INV_INERTIA + 1]
         + az * az * body[b, BC_INV_INERTIA + 2]
+    )
 
 
 @kernel(inline="always")
@@ -230,9 +248,12 @@ def cable_snaps(x, model, n, h, R, mom, body):
             rate = dx * (vQx - vLx) + dy * (vQy - vLy) + dz * (vQz - vLz)
             if rate <= 0.0 or stretch > rate * h * (1.0 + sweep):
                 continue
-            w = body[0, BC_INV_MASS] + body[i + 1, BC_INV_MASS] \
-                + _angular_share(0, lx, ly, lz, dx, dy, dz, R, body) \
+            w = (
+                body[0, BC_INV_MASS]
+                + body[i + 1, BC_INV_MASS]
+                + _angular_share(0, lx, ly, lz, dx, dy, dz, R, body)
                 + _angular_share(i + 1, sx, sy, sz, dx, dy, dz, R, body)
+            )
             p = rate / w
             _apply_impulse(x, 0, 0, lx, ly, lz, p * dx, p * dy, p * dz, R, mom, body)
             _apply_impulse(x, o, i + 1, sx, sy, sz, -p * dx, -p * dy, -p * dz, R, mom, body)
@@ -257,8 +278,11 @@ def landed_idle(x, o, cs, cmodel, qm, scratch):
             cs[CS_LANDED] = 0.0
             return False
     else:
-        if z - cmodel[M_GROUND_LANDING] > CONTACT_ZONE or ref_z > z + SETTLE \
-                or scratch[SC_REF + REF_VEL + 2] > 0.0:
+        if (
+            z - cmodel[M_GROUND_LANDING] > CONTACT_ZONE
+            or ref_z > z + SETTLE
+            or scratch[SC_REF + REF_VEL + 2] > 0.0
+        ):
             return False
         v2 = x[o + QUAD_VEL] ** 2 + x[o + QUAD_VEL + 1] ** 2 + x[o + QUAD_VEL + 2] ** 2
         if v2 > SETTLE_SPEED * SETTLE_SPEED:

@@ -112,8 +112,12 @@ def _hermite(p0, m0, p1, m1, dt, s):
     """Cubic Hermite value between (p0, slope m0) and (p1, slope m1) at s in [0, 1] of dt."""
     s2 = s * s
     s3 = s2 * s
-    return (2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * dt * m0 + (-2 * s3 + 3 * s2) * p1 \
+    return (
+        (2 * s3 - 3 * s2 + 1) * p0
+        + (s3 - 2 * s2 + s) * dt * m0
+        + (-2 * s3 + 3 * s2) * p1
         + (s3 - s2) * dt * m1
+    )
 
 
 @kernel(inline="always")
@@ -139,12 +143,20 @@ def sample_plan(plan, t, hint, out, w):
     dt = plan[j + 1, TR_TIME] - plan[j, TR_TIME]
     s = (t - plan[j, TR_TIME]) / dt
     for r in range(3):
-        out[w + REF_POS + r] = _hermite(plan[j, TR_POS + r], plan[j, TR_VEL + r],
-                                        plan[j + 1, TR_POS + r], plan[j + 1, TR_VEL + r], dt, s)
-        out[w + REF_VEL + r] = _hermite(plan[j, TR_VEL + r], plan[j, TR_ACC + r],
-                                        plan[j + 1, TR_VEL + r], plan[j + 1, TR_ACC + r], dt, s)
-        out[w + REF_ACC + r] = _hermite(plan[j, TR_ACC + r], plan[j, TR_JERK + r],
-                                        plan[j + 1, TR_ACC + r], plan[j + 1, TR_JERK + r], dt, s)
+        out[w + REF_POS + r] = _hermite(
+            plan[j, TR_POS + r], plan[j, TR_VEL + r], plan[j + 1, TR_POS + r], plan[j + 1, TR_VEL + r], dt, s
+        )
+        out[w + REF_VEL + r] = _hermite(
+            plan[j, TR_VEL + r], plan[j, TR_ACC + r], plan[j + 1, TR_VEL + r], plan[j + 1, TR_ACC + r], dt, s
+        )
+        out[w + REF_ACC + r] = _hermite(
+            plan[j, TR_ACC + r],
+            plan[j, TR_JERK + r],
+            plan[j + 1, TR_ACC + r],
+            plan[j + 1, TR_JERK + r],
+            dt,
+            s,
+        )
         out[w + REF_JERK + r] = (1 - s) * plan[j, TR_JERK + r] + s * plan[j + 1, TR_JERK + r]
         out[w + REF_RATE + r] = (1 - s) * plan[j, TR_RATE + r] + s * plan[j + 1, TR_RATE + r]
     return j
@@ -284,16 +296,18 @@ def _yield_to_pull(cs, gains, mode, restart, mass, g, scratch):
     if beta != 0.0:
         slow = 1.0 if restart else gains[G_PULL_ALPHA]
         for r in range(3):
-            pull = mass * cs[CS_ACC_FILT + r] - cs[CS_FORCE_FILT + r] \
-                + mu * scratch[SC_REF + REF_ACC + r]
+            pull = mass * cs[CS_ACC_FILT + r] - cs[CS_FORCE_FILT + r] + mu * scratch[SC_REF + REF_ACC + r]
             if r == 2:
                 pull += mass * g
             cs[CS_PULL_SLOW + r] += slow * (pull - cs[CS_PULL_SLOW + r])
             scratch[SC_PULL + r] = beta * (pull - cs[CS_PULL_SLOW + r])
         norm2 = cs[CS_PULL_SLOW] ** 2 + cs[CS_PULL_SLOW + 1] ** 2 + cs[CS_PULL_SLOW + 2] ** 2
         if mode == MODE_TRACKING and norm2 > 0.0:
-            along = (scratch[SC_PULL] * cs[CS_PULL_SLOW] + scratch[SC_PULL + 1] * cs[CS_PULL_SLOW + 1]
-                     + scratch[SC_PULL + 2] * cs[CS_PULL_SLOW + 2]) / norm2
+            along = (
+                scratch[SC_PULL] * cs[CS_PULL_SLOW]
+                + scratch[SC_PULL + 1] * cs[CS_PULL_SLOW + 1]
+                + scratch[SC_PULL + 2] * cs[CS_PULL_SLOW + 2]
+            ) / norm2
             for r in range(3):
                 scratch[SC_PULL + r] -= along * cs[CS_PULL_SLOW + r]
     return beta
@@ -318,8 +332,11 @@ def _force_command(x, o, cs, gains, mass, beta, scratch):
     scratch[SC_ERR + 1] = ey
     scratch[SC_ERR + 2] = ez
     for r in range(3):
-        acmd = scratch[ref + REF_ACC + r] + gains[G_KP + r] * scratch[SC_ERR + r] \
+        acmd = (
+            scratch[ref + REF_ACC + r]
+            + gains[G_KP + r] * scratch[SC_ERR + r]
             + gains[G_KV + r] * (scratch[ref + REF_VEL + r] - x[o + QUAD_VEL + r])
+        )
         scratch[SC_FORCE + r] = cs[CS_FORCE_FILT + r] + mass * (acmd - cs[CS_ACC_FILT + r])
     if beta != 0.0:
         for r in range(3):
@@ -382,9 +399,16 @@ def _attitude_loop(x, o, dw, dxq, dyq, dzq, gains, scratch):
     """Tilt-prioritized attitude control (Brescianini et al. 2013) toward the target
     quaternion d: body-rate command into scratch[SC_RATE_CMD:]."""
     # error quaternion q_e = conj(q) (x) q_des
-    ew, ewx, ewy, ewz = quat_product(x[o + QUAD_QUAT], -x[o + QUAD_QUAT + 1],
-                                     -x[o + QUAD_QUAT + 2], -x[o + QUAD_QUAT + 3],
-                                     dw, dxq, dyq, dzq)
+    ew, ewx, ewy, ewz = quat_product(
+        x[o + QUAD_QUAT],
+        -x[o + QUAD_QUAT + 1],
+        -x[o + QUAD_QUAT + 2],
+        -x[o + QUAD_QUAT + 3],
+        dw,
+        dxq,
+        dyq,
+        dzq,
+    )
     if ew < 0.0:
         ew = -ew
         ewx = -ewx
@@ -421,8 +445,7 @@ def _tilt_barrier(R, b, scratch, wc, max_tilt, cos_half_max_tilt, lag):
     # limit and |w| <= brake max_tilt / 2 = max_tilt / (8 lag); |w| bounds the rates about k
     # and about e
     reach = 8.0 * lag
-    w2 = scratch[wc] * scratch[wc] + scratch[wc + 1] * scratch[wc + 1] \
-        + scratch[wc + 2] * scratch[wc + 2]
+    w2 = scratch[wc] * scratch[wc] + scratch[wc + 1] * scratch[wc + 1] + scratch[wc + 2] * scratch[wc + 2]
     if R[b, 8] >= cos_half_max_tilt and w2 * reach * reach <= max_tilt * max_tilt:
         return
     # world rate w = R w_B (horizontal part)
@@ -456,8 +479,9 @@ def _rate_loop(x, o, cs, cmodel, qm, gains, scratch):
     ``tau = tau_filt + J (K_w (w_cmd - w) - alpha_filt)``."""
     for r in range(3):
         alpha_cmd = gains[G_RATE_GAIN + r] * (scratch[SC_RATE_CMD + r] - x[o + QUAD_RATE + r])
-        scratch[SC_TORQUE + r] = cs[CS_TORQUE_FILT + r] \
-            + cmodel[qm + QM_INERTIA + r] * (alpha_cmd - cs[CS_ALPHA_FILT + r])
+        scratch[SC_TORQUE + r] = cs[CS_TORQUE_FILT + r] + cmodel[qm + QM_INERTIA + r] * (
+            alpha_cmd - cs[CS_ALPHA_FILT + r]
+        )
 
 
 @kernel(inline="always")
@@ -484,10 +508,12 @@ def _allocate(thrust, cs, cmodel, qm, scratch):
         if not saturated:
             break
     if saturated:
-        lo = min(min(scratch[SC_ROTOR], scratch[SC_ROTOR + 1]),
-                 min(scratch[SC_ROTOR + 2], scratch[SC_ROTOR + 3]))
-        hi = max(max(scratch[SC_ROTOR], scratch[SC_ROTOR + 1]),
-                 max(scratch[SC_ROTOR + 2], scratch[SC_ROTOR + 3]))
+        lo = min(
+            min(scratch[SC_ROTOR], scratch[SC_ROTOR + 1]), min(scratch[SC_ROTOR + 2], scratch[SC_ROTOR + 3])
+        )
+        hi = max(
+            max(scratch[SC_ROTOR], scratch[SC_ROTOR + 1]), max(scratch[SC_ROTOR + 2], scratch[SC_ROTOR + 3])
+        )
         shift = 0.0
         if lo < f_min and hi + (f_min - lo) <= f_max:
             shift = f_min - lo
@@ -536,7 +562,14 @@ def controller_update(x, i, cs, plan, plan_status, counters, cmodel, gains, t, R
     # the plan's body rates fed forward; then the tilt limit as a barrier on the flown tilt
     for r in range(3):
         scratch[SC_RATE_CMD + r] += scratch[SC_REF + REF_RATE + r]
-    _tilt_barrier(R, b, scratch, SC_RATE_CMD, gains[G_MAX_TILT], gains[G_COS_HALF_TILT],
-                  gains[G_RATE_LAG] + cmodel[qm + QM_MOTOR_TAU])
+    _tilt_barrier(
+        R,
+        b,
+        scratch,
+        SC_RATE_CMD,
+        gains[G_MAX_TILT],
+        gains[G_COS_HALF_TILT],
+        gains[G_RATE_LAG] + cmodel[qm + QM_MOTOR_TAU],
+    )
     _rate_loop(x, o, cs, cmodel, qm, gains, scratch)
     _allocate(thrust, cs, cmodel, qm, scratch)

@@ -74,8 +74,7 @@ def _quadrotor_weights_and_rotors(x, model, n, R, force, torque):
         force[b, 2] = R[b, 8] * thrust - model[qm + QM_MASS] * g
         for r in range(3):
             a = qm + QM_ALLOC + 4 * (r + 1)
-            torque[b, r] = model[a] * f0 + model[a + 1] * f1 + model[a + 2] * f2 \
-                + model[a + 3] * f3
+            torque[b, r] = model[a] * f0 + model[a + 1] * f1 + model[a + 2] * f2 + model[a + 3] * f3
 
 
 @kernel(inline="always")
@@ -207,8 +206,10 @@ def cable_tensions(x, model, n, out_tension, out_dir):
         for r in range(3):
             d[r] = x[o + QUAD_POS + r] - x[LOAD_POS + r]
             for c in range(3):
-                d[r] += R[i + 1, 3 * r + c] * model[qm + QM_ATTACH + c] \
+                d[r] += (
+                    R[i + 1, 3 * r + c] * model[qm + QM_ATTACH + c]
                     - R[0, 3 * r + c] * model[cm + CM_LOAD_ATTACH + c]
+                )
         norm = math.sqrt(d[0] ** 2 + d[1] ** 2 + d[2] ** 2)
         for r in range(3):
             out_dir[i, r] = d[r] / norm

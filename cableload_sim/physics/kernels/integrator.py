@@ -102,8 +102,9 @@ def _half_angle(a):
     if abs(a) > 0.05:
         return math.cos(a), math.sin(a)
     a2 = a * a
-    return 1.0 - a2 * (0.5 - a2 * (1.0 / 24.0 - a2 / 720.0)), \
-        a * (1.0 - a2 * (1.0 / 6.0 - a2 * (1.0 / 120.0 - a2 / 5040.0)))
+    return 1.0 - a2 * (0.5 - a2 * (1.0 / 24.0 - a2 / 720.0)), a * (
+        1.0 - a2 * (1.0 / 6.0 - a2 * (1.0 / 120.0 - a2 / 5040.0))
+    )
 
 
 @kernel(inline="always")
@@ -166,8 +167,7 @@ def _turn_about_momentum(x, q, mom, b, scale):
     dx = k * ax
     dy = k * ay
     dz = k * az
-    x[q], x[q + 1], x[q + 2], x[q + 3] = quat_product(x[q], x[q + 1], x[q + 2], x[q + 3],
-                                                      c2, dx, dy, dz)
+    x[q], x[q + 1], x[q + 2], x[q + 3] = quat_product(x[q], x[q + 1], x[q + 2], x[q + 3], c2, dx, dy, dz)
 
 
 @kernel()

@@ -98,10 +98,12 @@ cable_model_offset = kernel(inline="always")(layout.cable_model_offset)
 @kernel(inline="always")
 def quat_product(aw, ax, ay, az, bw, bx, by, bz):
     """The Hamilton product a (x) b of two quaternions (w, x, y, z) given by their components."""
-    return (aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw)
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
 
 
 @kernel()

@@ -134,8 +134,9 @@ def _turn(q, k, rx, ry, rz):
 def _attitude_error(a, ka, b, kb):
     """The body rotation vector log(a^-1 (x) b) of quaternions a[ka:ka+4], b[kb:kb+4], the
     short way round."""
-    w, x, y, z = quat_product(a[ka], -a[ka + 1], -a[ka + 2], -a[ka + 3],
-                              b[kb], b[kb + 1], b[kb + 2], b[kb + 3])
+    w, x, y, z = quat_product(
+        a[ka], -a[ka + 1], -a[ka + 2], -a[ka + 3], b[kb], b[kb + 1], b[kb + 2], b[kb + 3]
+    )
     if w < 0.0:
         w = -w
         x = -x
@@ -174,16 +175,23 @@ def _capture(x, o, cs, model, seed, base, update, R):
     cs[slot + PENDING_USE] = update + model[M_IMU_CAPTURE_DELAY]
     pos_std = model[M_IMU_POS_STD]
     for r in range(3):
-        measured = x[o + QUAD_POS + r] + cs[CS_MOCAP_POS_BIAS + r] \
+        measured = (
+            x[o + QUAD_POS + r]
+            + cs[CS_MOCAP_POS_BIAS + r]
             + pos_std * normal(seed, base + CH_CAPTURE_POS + r)
+        )
         cs[slot + PENDING_POS + r] = measured - cs[CS_EST_POS + r]
     # measured attitude q (x) exp(bias + noise), then its error from the estimate
     att_std = model[M_IMU_ATT_STD]
     for r in range(4):
         R[r] = x[o + QUAD_QUAT + r]
-    _turn(R, 0, cs[CS_MOCAP_ATT_BIAS] + att_std * normal(seed, base + CH_CAPTURE_ATT),
-          cs[CS_MOCAP_ATT_BIAS + 1] + att_std * normal(seed, base + CH_CAPTURE_ATT + 1),
-          cs[CS_MOCAP_ATT_BIAS + 2] + att_std * normal(seed, base + CH_CAPTURE_ATT + 2))
+    _turn(
+        R,
+        0,
+        cs[CS_MOCAP_ATT_BIAS] + att_std * normal(seed, base + CH_CAPTURE_ATT),
+        cs[CS_MOCAP_ATT_BIAS + 1] + att_std * normal(seed, base + CH_CAPTURE_ATT + 1),
+        cs[CS_MOCAP_ATT_BIAS + 2] + att_std * normal(seed, base + CH_CAPTURE_ATT + 2),
+    )
     ex, ey, ez = _attitude_error(cs, CS_EST_QUAT, R, 0)
     cs[slot + PENDING_ATT] = ex
     cs[slot + PENDING_ATT + 1] = ey
@@ -209,12 +217,16 @@ def _correct(cs, model, update, Re, b):
             cs[CS_EST_POS + r] += kp * e
             cs[CS_EST_VEL + r] += kv * e
             # the bias is body-fixed: the world error seen in the body, R^T e
-            cs[CS_EST_ACCEL_BIAS + r] -= ka * (Re[b, r] * ex + Re[b, 3 + r] * ey
-                                                + Re[b, 6 + r] * ez)
+            cs[CS_EST_ACCEL_BIAS + r] -= ka * (Re[b, r] * ex + Re[b, 3 + r] * ey + Re[b, 6 + r] * ez)
         kq = model[M_EST_K_ATT]
         kb = model[M_EST_K_GYRO_BIAS]
-        _turn(cs, CS_EST_QUAT, kq * cs[slot + PENDING_ATT], kq * cs[slot + PENDING_ATT + 1],
-              kq * cs[slot + PENDING_ATT + 2])
+        _turn(
+            cs,
+            CS_EST_QUAT,
+            kq * cs[slot + PENDING_ATT],
+            kq * cs[slot + PENDING_ATT + 1],
+            kq * cs[slot + PENDING_ATT + 2],
+        )
         for r in range(3):
             cs[CS_EST_GYRO_BIAS + r] -= kb * cs[slot + PENDING_ATT + r]
 
@@ -237,24 +249,40 @@ def onboard_update(x, i, cs, model, force, R, update, dt, xe, Re, scratch):
     gyro_std = model[M_IMU_GYRO_STD]
     accel_std = model[M_IMU_ACCEL_STD]
     # sensors: body rates, and the specific force R^T (F / m + g e_z)
-    wx = x[o + QUAD_RATE] + cs[CS_IMU_GYRO_BIAS] + gyro_std * normal(seed, base + CH_GYRO) \
+    wx = (
+        x[o + QUAD_RATE]
+        + cs[CS_IMU_GYRO_BIAS]
+        + gyro_std * normal(seed, base + CH_GYRO)
         - cs[CS_EST_GYRO_BIAS]
-    wy = x[o + QUAD_RATE + 1] + cs[CS_IMU_GYRO_BIAS + 1] \
-        + gyro_std * normal(seed, base + CH_GYRO + 1) - cs[CS_EST_GYRO_BIAS + 1]
-    wz = x[o + QUAD_RATE + 2] + cs[CS_IMU_GYRO_BIAS + 2] \
-        + gyro_std * normal(seed, base + CH_GYRO + 2) - cs[CS_EST_GYRO_BIAS + 2]
+    )
+    wy = (
+        x[o + QUAD_RATE + 1]
+        + cs[CS_IMU_GYRO_BIAS + 1]
+        + gyro_std * normal(seed, base + CH_GYRO + 1)
+        - cs[CS_EST_GYRO_BIAS + 1]
+    )
+    wz = (
+        x[o + QUAD_RATE + 2]
+        + cs[CS_IMU_GYRO_BIAS + 2]
+        + gyro_std * normal(seed, base + CH_GYRO + 2)
+        - cs[CS_EST_GYRO_BIAS + 2]
+    )
     sx = force[b, 0] * inv_m
     sy = force[b, 1] * inv_m
     sz = force[b, 2] * inv_m + g
     for r in range(3):
-        scratch[r] = R[b, r] * sx + R[b, 3 + r] * sy + R[b, 6 + r] * sz \
-            + cs[CS_IMU_ACCEL_BIAS + r] + accel_std * normal(seed, base + CH_ACCEL + r) \
+        scratch[r] = (
+            R[b, r] * sx
+            + R[b, 3 + r] * sy
+            + R[b, 6 + r] * sz
+            + cs[CS_IMU_ACCEL_BIAS + r]
+            + accel_std * normal(seed, base + CH_ACCEL + r)
             - cs[CS_EST_ACCEL_BIAS + r]
+        )
     # propagate with the rotation at the start of the interval for the specific force
     quat_to_rot(cs, CS_EST_QUAT, Re, b)
     for r in range(3):
-        a = Re[b, 3 * r] * scratch[0] + Re[b, 3 * r + 1] * scratch[1] \
-            + Re[b, 3 * r + 2] * scratch[2]
+        a = Re[b, 3 * r] * scratch[0] + Re[b, 3 * r + 1] * scratch[1] + Re[b, 3 * r + 2] * scratch[2]
         if r == 2:
             a -= g
         cs[CS_EST_POS + r] += (cs[CS_EST_VEL + r] + 0.5 * a * dt) * dt

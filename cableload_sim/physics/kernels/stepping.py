@@ -156,10 +156,19 @@ def advance(sys, data, step0, n_steps, wrench, log):
     ``log.tension``; returns the number of rows written.
     """
     n = sys.n
-    work = Work(np.empty((n + 1, 9)), np.zeros((n + 2, 3)), np.zeros((n + 2, 3)), np.empty(n),
-                np.empty((n + 1, 3)), np.empty(SC_SIZE), motor_decay(sys.physics, n, sys.h),
-                body_constants(sys.physics, n), np.zeros(data.x.shape[0]),
-                np.zeros((n + 1, 9)), np.zeros(4))
+    work = Work(
+        np.empty((n + 1, 9)),
+        np.zeros((n + 2, 3)),
+        np.zeros((n + 2, 3)),
+        np.empty(n),
+        np.empty((n + 1, 3)),
+        np.empty(SC_SIZE),
+        motor_decay(sys.physics, n, sys.h),
+        body_constants(sys.physics, n),
+        np.zeros(data.x.shape[0]),
+        np.zeros((n + 1, 9)),
+        np.zeros(4),
+    )
     return _steps(sys, data, work, step0, n_steps, wrench, log)
 
 
@@ -202,14 +211,46 @@ def _steps(sys, data, work, step0, n_steps, wrench, log):
             t = step * h
             for i in range(n):
                 if imu:  # the controller flies on the onboard estimate
-                    onboard_update(x, i, data.ctrl[i], model, force, R, step // sys.decimation,
-                                   sys.decimation * h, work.xe, work.Re, work.imu)
-                    controller_update(work.xe, i, data.ctrl[i], data.plans[i], data.plan_status,
-                                      data.counters, sys.nominal, sys.gains, t, work.Re,
-                                      work.scratch)
+                    onboard_update(
+                        x,
+                        i,
+                        data.ctrl[i],
+                        model,
+                        force,
+                        R,
+                        step // sys.decimation,
+                        sys.decimation * h,
+                        work.xe,
+                        work.Re,
+                        work.imu,
+                    )
+                    controller_update(
+                        work.xe,
+                        i,
+                        data.ctrl[i],
+                        data.plans[i],
+                        data.plan_status,
+                        data.counters,
+                        sys.nominal,
+                        sys.gains,
+                        t,
+                        work.Re,
+                        work.scratch,
+                    )
                 else:
-                    controller_update(x, i, data.ctrl[i], data.plans[i], data.plan_status,
-                                      data.counters, sys.nominal, sys.gains, t, R, work.scratch)
+                    controller_update(
+                        x,
+                        i,
+                        data.ctrl[i],
+                        data.plans[i],
+                        data.plan_status,
+                        data.counters,
+                        sys.nominal,
+                        sys.gains,
+                        t,
+                        R,
+                        work.scratch,
+                    )
             _sampled_statistics(x, n, model, data.stats)
         kick(x, n, force, torque, half, mom, body)
         if ball:
@@ -224,8 +265,7 @@ def _steps(sys, data, work, step0, n_steps, wrench, log):
         else:
             motors(x, data.ctrl, n, work.decay)
         wx, wy, wz = wind_at(sys.wind, sys.wind_dt, (step + 1) * h)
-        forces_in_wind(x, model, n, wrench[min(k, m_last)], wx, wy, wz, R, force, torque,
-                       tension)
+        forces_in_wind(x, model, n, wrench[min(k, m_last)], wx, wy, wz, R, force, torque, tension)
         if ball:
             ball_forces(x, model, n, R, force, torque)
         kick(x, n, force, torque, half, mom, body)
@@ -251,8 +291,15 @@ def advance_batch(sys, physics, data, step0, n_steps, wrench):
     n = sys.n
     log = SimLog(0, np.empty((0, data.x.shape[1])), np.empty((0, n)))
     for b in prange(data.x.shape[0]):
-        one = SimModel(physics[b], sys.nominal, sys.gains, n, sys.h, sys.decimation, sys.wind,
-                       sys.wind_dt)
-        mine = SimData(data.x[b], data.ctrl[b], data.plans[b], data.plan_status[b],
-                       data.counters[b], data.stats[b], data.fcache[b], data.fvalid[b])
+        one = SimModel(physics[b], sys.nominal, sys.gains, n, sys.h, sys.decimation, sys.wind, sys.wind_dt)
+        mine = SimData(
+            data.x[b],
+            data.ctrl[b],
+            data.plans[b],
+            data.plan_status[b],
+            data.counters[b],
+            data.stats[b],
+            data.fcache[b],
+            data.fvalid[b],
+        )
         advance(one, mine, step0, n_steps, wrench[b], log)
