@@ -195,11 +195,13 @@ points = dataclasses.replace(sequence(vector(3)), expects="a non-empty list of [
 """A non-empty list of [x, y, z] points."""
 
 
-def interval(item: Check = finite) -> Check:
-    """``[low, high]`` with ``low <= high``, each passing ``item``."""
-    expects = f"[low, high] with low <= high, each {item.expects}"
+def interval(item: Check = finite, name: str = "") -> Check:
+    """``[low, high]`` with ``low <= high``, each passing ``item``; ``name`` words it."""
+    expects = name or f"[low, high] with low <= high, each {item.expects}"
 
     def convert(path, value, error):
+        if not isinstance(value, (list, tuple)):
+            raise _fail(error, path, expects, value)
         pair = vector(2, item).convert(path, value, error)
         if pair[0] > pair[1]:
             raise _fail(error, path, expects, value)

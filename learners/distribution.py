@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cableload_sim import checks
 from cableload_sim.errors import UsageError
 from cableload_sim.params import ConfigError
 
@@ -277,37 +278,34 @@ def _check_weights(what: str, weights: Mapping, known: tuple[str, ...]) -> None:
         raise ConfigError(f"references.{what}: expected at least one positive weight, got {dict(weights)!r}")
 
 
+def _weights(path: str, value, error=ConfigError):
+    """A table of names to weights, frozen; the names and weights are checked by
+    ``ReferenceDistribution``."""
+    if not isinstance(value, dict):
+        raise error(f"{path}: expected a table of weights, got {value!r}")
+    return _frozen(value)
+
+
+WEIGHTS = checks.Check("a table of name = weight", _weights)
+
+
+def _distribution_fields() -> dict[str, checks.Check]:
+    fields = {}
+    for f in dataclasses.fields(ReferenceDistribution):
+        if f.name in ("families", "orientations"):
+            fields[f.name] = WEIGHTS
+        elif f.name in RANGES:
+            fields[f.name] = checks.interval(checks.non_negative, name="[low, high] with 0 <= low <= high")
+        elif f.name == "max_redraws":
+            fields[f.name] = checks.integer(0)
+        else:
+            fields[f.name] = checks.finite
+    return fields
+
+
 def distribution_from_table(table: dict, path: str = "references") -> ReferenceDistribution:
     """A ``ReferenceDistribution`` from its TOML table, every value checked."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: expected a table, got {table!r}")
-    fields = {f.name: f for f in dataclasses.fields(ReferenceDistribution)}
-    unknown = sorted(set(table) - set(fields))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key {unknown[0]!r}; expected one of {sorted(fields)}")
-    values = {}
-    for name, value in table.items():
-        if name in ("families", "orientations"):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{path}.{name}: expected a table of weights, got {value!r}")
-            values[name] = _frozen(value)
-        elif name in RANGES:
-            if (
-                not isinstance(value, list)
-                or len(value) != 2
-                or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-            ):
-                raise ConfigError(f"{path}.{name}: expected [low, high], got {value!r}")
-            values[name] = (float(value[0]), float(value[1]))
-        elif name == "max_redraws":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"{path}.{name}: expected an integer, got {value!r}")
-            values[name] = value
-        else:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"{path}.{name}: expected a number, got {value!r}")
-            values[name] = float(value)
-    return ReferenceDistribution(**values)
+    return checks.build(ReferenceDistribution, path, table, _distribution_fields())
 
 
 def load_distribution(path) -> ReferenceDistribution:

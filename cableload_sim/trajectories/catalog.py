@@ -126,7 +126,7 @@ def _build_square(spec, orientation, options):
     corner = 0.25 * side if corner is None else corner
     if not corner <= 0.5 * side:
         raise UsageError(
-            f"{spec}: option 'corner_radius' must be at most side/2 = {0.5 * side} (m), got {corner!r}"
+            f"{spec}: option 'corner_radius': expected at most side/2 = {0.5 * side} (m), got {corner!r}"
         )
     curve = RoundedSquareCurve(side, corner)
     shown = {"side": side, "corner_radius": corner, "speed": options["speed"]}
@@ -146,7 +146,7 @@ def _build_track(spec, orientation, options):
     size, min_radius = options["track_size"], options["min_radius"]
     if not min_radius <= 0.25 * size:
         raise UsageError(
-            f"{spec}: option 'min_radius' must be at most track_size/4 = {0.25 * size} (m), "
+            f"{spec}: option 'min_radius': expected at most track_size/4 = {0.25 * size} (m), "
             f"got {min_radius!r}"
         )
     path = _track_file(spec)
@@ -173,7 +173,7 @@ def _build_loop(spec, orientation, options):
     if not min_radius <= size / 6.0:
         # a loop stretched to half its size across must still hold a U-turn of 2 min_radius
         raise UsageError(
-            f"{spec}: option 'min_radius' must be at most size/6 = {size / 6.0:.3g} (m), got {min_radius!r}"
+            f"{spec}: option 'min_radius': expected at most size/6 = {size / 6.0:.3g} (m), got {min_radius!r}"
         )
     curve = _random_loop_curve(options["seed"], options["harmonics"], size, min_radius)
     shown = {k: options[k] for k in ("seed", "harmonics", "size", "speed", "min_radius")}

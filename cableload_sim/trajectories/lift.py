@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cableload_sim import checks
 from cableload_sim.errors import UsageError
 from cableload_sim.trajectories.jets import (
     Jet,
@@ -39,6 +40,10 @@ from cableload_sim.trajectories.references import LoadReference, LoopReference
 
 REST_Z = 0.075
 """Default height of the resting load's box centre: half the paper's 0.15 m basket (m)."""
+
+
+POSITIVE = checks.positive.raising(UsageError)
+NON_NEGATIVE = checks.non_negative.raising(UsageError)
 
 
 class FromGround(LoadReference):
@@ -60,10 +65,8 @@ class FromGround(LoadReference):
                 f"loop, track), got {getattr(path, 'name', path)!r}"
             )
         for name, value in (("rest_z", rest_z), ("climb_s", climb_s), ("lift_s", lift_s), ("laps", laps)):
-            if not (np.isfinite(value) and value > 0.0):
-                raise UsageError(f"from the ground: {name} must be positive, got {value!r}")
-        if not (np.isfinite(settle_s) and settle_s >= 0.0):
-            raise UsageError(f"from the ground: settle_s must be >= 0, got {settle_s!r}")
+            POSITIVE(f"from the ground: {name}", value)
+        NON_NEGATIVE("from the ground: settle_s", settle_s)
         self.path = path
         self.name = path.name
         self.rest_z, self.climb_s, self.settle_s = float(rest_z), float(climb_s), float(settle_s)

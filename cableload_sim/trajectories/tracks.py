@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from cableload_sim import checks
 from cableload_sim.errors import UsageError
 from cableload_sim.trajectories.curves import FourierLoopCurve, FourierSeries, _as_xy
 
@@ -52,20 +53,9 @@ def read_centerline(path: Path) -> np.ndarray:
     """(N, 2) centerline points (m) of a CSV: x, y first on each line, '#' lines, one header
     line (e.g. ``x_m,y_m``) and extra columns ignored."""
     path = Path(path)
-    if not path.exists():
-        raise UsageError(f"track: centerline file '{path}' not found (expected x_m,y_m rows)")
-    if not path.is_file():
-        raise UsageError(f"track: '{path}' is not a regular file (expected a CSV of x_m,y_m rows)")
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_TRACK_BYTES + 1)
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"track: cannot read centerline file '{path}': {error}") from None
-    if len(data) > MAX_TRACK_BYTES:
-        raise UsageError(
-            f"track: '{path}' is larger than {MAX_TRACK_BYTES >> 20} MB; expected a CSV of x_m,y_m rows"
-        )
+    text = checks.read_text(
+        path, "track: centerline file", MAX_TRACK_BYTES, error=UsageError, expected="a CSV of x_m,y_m rows"
+    )
     points = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):

@@ -121,10 +121,10 @@ def test_random_paths_are_flyable_at_moderate_speed(paper_config):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"seed": -1}, "option 'seed' must be a non-negative integer"),
-        ({"seed": 1.5}, "option 'seed' must be a non-negative integer"),
-        ({"harmonics": 9}, "option 'harmonics' must be an integer from 1 to 8"),
-        ({"size": 4.0, "min_radius": 0.7}, "option 'min_radius' must be at most size/6"),
+        ({"seed": -1}, "option 'seed': expected an integer >= 0, got -1"),
+        ({"seed": 1.5}, "option 'seed': expected an integer >= 0, got 1.5"),
+        ({"harmonics": 9}, "option 'harmonics': expected an integer from 1 to 8"),
+        ({"size": 4.0, "min_radius": 0.7}, "option 'min_radius': expected at most size/6"),
     ],
 )
 def test_bad_options_are_refused(options, message):

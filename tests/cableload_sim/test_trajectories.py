@@ -397,7 +397,7 @@ ERRORS = [
     (lambda tmp: make_reference("circle", ax=1.0), "circle: unknown option 'ax'.*radius"),
     (
         lambda tmp: make_reference("eight", w=-1.0),
-        "eight: option 'w' must be a positive finite number \\(rad/s\\), got -1.0",
+        "eight: option 'w': expected a positive number \\(rad/s\\), got -1.0",
     ),
     (lambda tmp: make_reference("eight-fast", ax=float("nan")), "option 'ax'.*got nan"),
     (lambda tmp: make_reference("circle", radius=0), "option 'radius'.*got 0"),
@@ -425,7 +425,7 @@ ERRORS = [
     (lambda tmp: make_reference("pose-to-pose", duration=-1.0), "option 'duration'.*got -1.0"),
     (
         lambda tmp: make_reference("pose-to-pose", start=[1, 2, 3]),
-        "option 'start' must be 6 finite numbers.*\\[1, 2, 3\\]",
+        "option 'start': expected 6 finite numbers.*\\[1, 2, 3\\]",
     ),
     (
         lambda tmp: make_reference("pose-to-pose", goal=[0, 0, 1, 0, 0]),
@@ -448,7 +448,7 @@ ERRORS = [
         lambda tmp: make_reference("track:zandvoort", track_size=6.0, min_radius=2.0),
         "option 'min_radius'.*1.5.*got 2.0",
     ),
-    (lambda tmp: make_reference(f"track:{tmp}/missing.csv"), "missing.csv' not found"),
+    (lambda tmp: make_reference(f"track:{tmp}/missing.csv"), "missing.csv' does not exist"),
     (lambda tmp: make_reference(f"track:{tmp}"), "is not a regular file"),
     (lambda tmp: make_reference("track:/dev/zero"), "'/dev/zero' is not a regular file"),
     (

@@ -106,7 +106,7 @@ def test_speed_range_is_respected(paper_config):
         ({"orientations": {"constant": 0.0}}, r"at least one positive weight"),
         ({"speed": [1.5, 0.3]}, r"references.speed: expected \[low, high\] with 0 <= low <= high"),
         ({"speed": [0.0, 1.0]}, r"references.speed: expected a positive low end"),
-        ({"size": "big"}, r"references.size: expected \[low, high\], got 'big'"),
+        ({"size": "big"}, r"references.size: expected \[low, high\] with 0 <= low <= high, got 'big'"),
         ({"thrust_share": 1.5}, r"references.thrust_share: expected a share in \(0, 1\]"),
         ({"colour": 1}, r"references: unknown key 'colour'"),
     ],
