@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from backends.base import Backend, EpisodeAborted, Scenario
+from cableload_sim import checks
 from cableload_sim.errors import ResourceError, UsageError
 from cableload_sim.horizon import node_offsets
 from cableload_sim.io.resources import available_memory, gigabytes
@@ -116,8 +117,7 @@ def run_episode(
     not fit); ``record_plans`` keeps every plan sent.
     """
     period = backend.planner_period_s
-    if not np.isfinite(duration) or duration <= 0.0:
-        raise UsageError(f"duration: expected a positive number of seconds, got {duration!r}")
+    duration = checks.duration.raising(UsageError)("duration", duration)
     if duration < period - 1e-9:
         raise UsageError(f"duration: expected at least one planner period ({period:g} s), got {duration!r} s")
     if scenario is None:

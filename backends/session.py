@@ -20,6 +20,7 @@ import numpy as np
 from backends import make_backend
 from backends.base import Scenario
 from backends.runner import run_episode, starts_on_ground
+from cableload_sim import checks
 from cableload_sim.errors import ResourceError, UsageError
 from cableload_sim.io.resources import free_disk, gigabytes
 from cableload_sim.metrics import plan_derivative_mae
@@ -50,8 +51,7 @@ class Flight:
     """A progress bar on the terminal."""
 
     def __post_init__(self):
-        if not np.isfinite(self.duration) or self.duration <= 0.0:
-            raise UsageError(f"duration: expected a positive number of seconds, got {self.duration!r}")
+        checks.duration.raising(UsageError)("duration", self.duration)
 
 
 def planner_names(text: str, backend: str = "embedded") -> list[str]:

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cableload_sim.errors import ConfigError, UsageError
+
+_REAL = (int, float, np.integer, np.floating)
+_WHOLE = (int, np.integer)
+_LIST = (list, tuple, np.ndarray)
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,7 @@ def number(
     expects = (name or ("a number" + (f" {bounds}" if bounds else ""))) + (f" ({unit})" if unit else "")
 
     def convert(path, value, error):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, _REAL):
             raise _fail(error, path, expects, value)
         value = float(value)
         if not math.isfinite(value):
@@ -91,6 +97,10 @@ positive = dataclasses.replace(
     number(0.0, low_open=True, name="a positive number"), plural="positive numbers"
 )
 non_negative = dataclasses.replace(number(0.0, name="a non-negative number"), plural="non-negative numbers")
+
+
+duration = number(0.0, low_open=True, name="a positive number of seconds")
+"""A length of time (s): positive, finite."""
 
 
 def fraction(high_open: bool = False) -> Check:
@@ -112,8 +122,9 @@ def integer(low: int | None = None, high: int | None = None) -> Check:
         expects = "an integer" + (f" {bounds}" if bounds else "")
 
     def convert(path, value, error):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, _WHOLE):
             raise _fail(error, path, expects, value)
+        value = int(value)
         if (low is not None and value < low) or (high is not None and value > high):
             raise _fail(error, path, expects, value)
         return value
@@ -164,7 +175,7 @@ def vector(length: int, item: Check = finite) -> Check:
     )
 
     def convert(path, value, error):
-        if not isinstance(value, (list, tuple)) or len(value) != length:
+        if not isinstance(value, _LIST) or len(value) != length:
             raise _fail(error, path, expects, value)
         return tuple(item.convert(f"{path}[{k}]", v, error) for k, v in enumerate(value))
 
@@ -174,14 +185,14 @@ def vector(length: int, item: Check = finite) -> Check:
 def sequence(item: Check = finite, *, min_length: int = 1, max_length: int | None = None) -> Check:
     """A list of ``min_length`` to ``max_length`` values, each passing ``item``; a tuple."""
     if max_length is None:
-        size = "a non-empty list of" if min_length == 1 else f"a list of {min_length} or more"
+        size = {0: "a list of", 1: "a non-empty list of"}.get(min_length, f"a list of {min_length} or more")
     else:
         size = f"a list of {min_length} to {max_length}"
     expects = f"{size} {item.plural}" if item.plural else f"{size} values, each {item.expects}"
 
     def convert(path, value, error):
         if (
-            not isinstance(value, (list, tuple))
+            not isinstance(value, _LIST)
             or len(value) < min_length
             or (max_length is not None and len(value) > max_length)
         ):
@@ -200,7 +211,7 @@ def interval(item: Check = finite, name: str = "") -> Check:
     expects = name or f"[low, high] with low <= high, each {item.expects}"
 
     def convert(path, value, error):
-        if not isinstance(value, (list, tuple)):
+        if not isinstance(value, _LIST):
             raise _fail(error, path, expects, value)
         pair = vector(2, item).convert(path, value, error)
         if pair[0] > pair[1]:
@@ -226,11 +237,11 @@ def one_or_each(item: Check) -> Check:
     expects = f"{item.expects}, or {each.expects}"
 
     def convert(path, value, error):
-        if isinstance(value, (list, tuple)):
-            if not value:
+        if isinstance(value, _LIST):
+            if len(value) == 0:
                 raise _fail(error, path, expects, value)
             return each.convert(path, value, error)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, _REAL) and not isinstance(value, (bool, np.bool_)):
             return item.convert(path, value, error)  # its own bound, e.g. "a positive number"
         raise _fail(error, path, expects, value)
 
