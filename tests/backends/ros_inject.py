@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from backends import ros1
+from cableload_sim.io.runlog.topics import LOAD_REFERENCE_TOPIC
 
 FUZZ_TOPICS = {
     "trajectory": (ros1.TRAJECTORY_TOPIC, "Reference"),
@@ -127,6 +128,11 @@ def main(argv=None) -> int:
     parser.add_argument("--quad", default="quad1")
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--when-flying",
+        action="store_true",
+        help="connect, print 'ready', and send once the load's reference sample flows",
+    )
     args = parser.parse_args(argv)
     rospy = ros1.rospy()
     m = ros1.messages()
@@ -148,6 +154,10 @@ def main(argv=None) -> int:
         template, kind = FUZZ_TOPICS[topic]
         pub = publisher(rospy, template.format(quad=quad), getattr(m, kind))
         rng = np.random.default_rng(args.seed)
+        if args.when_flying:  # set up before the episode starts, so nothing lags its flight
+            print("ready", flush=True)
+            rospy.wait_for_message(LOAD_REFERENCE_TOPIC, m.PoseStamped, timeout=120.0)
+            now = rospy.get_time()
         for msg in fuzz_messages(topic, m, rng, now, args.count):
             if type(msg).__name__ == "Raw":  # through the topic's connections as they are
                 pub.impl.publish(msg)
