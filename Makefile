@@ -8,7 +8,7 @@ EXTRAS ?= dev,all,cluster
 
 SHELL := /bin/bash
 
-.PHONY: demo test bench lint docs venv clean train train-generalist system-deps
+.PHONY: demo test bench lint typecheck docs venv clean train train-generalist system-deps
 
 # Debian's ROS1 middleware, SDFormat and a C++ compiler (the ROS tests and the Gazebo world
 # check need them). Installed with apt when running as root; anyone else gets the command to run,
@@ -85,6 +85,10 @@ bench: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# the type checker on the packages setup.cfg's [mypy] names
+typecheck: venv
+	$(VENV)/bin/mypy
 
 # the generated references (docs/commands.md, docs/configuration.md); a test checks them
 docs: venv

@@ -19,11 +19,13 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from cableload_sim.errors import ConfigError, UsageError
+
+T = TypeVar("T")
 
 _REAL = (int, float, np.integer, np.floating)
 _WHOLE = (int, np.integer)
@@ -77,7 +79,7 @@ def number(
     bounds = _bound_text(low, high, low_open, high_open)
     expects = (name or ("a number" + (f" {bounds}" if bounds else ""))) + (f" ({unit})" if unit else "")
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, _REAL):
             raise _fail(error, path, expects, value)
         value = float(value)
@@ -121,7 +123,7 @@ def integer(low: int | None = None, high: int | None = None) -> Check:
         bounds = _bound_text(low, high, False, False)
         expects = "an integer" + (f" {bounds}" if bounds else "")
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, _WHOLE):
             raise _fail(error, path, expects, value)
         value = int(value)
@@ -132,7 +134,7 @@ def integer(low: int | None = None, high: int | None = None) -> Check:
     return Check(expects, convert)
 
 
-def _boolean(path, value, error):
+def _boolean(path: str, value: Any, error: type[UsageError]) -> bool:
     if not isinstance(value, bool):
         raise _fail(error, path, "true or false", value)
     return value
@@ -146,7 +148,7 @@ def choice(options: Sequence[str]) -> Check:
     options = tuple(options)
     expects = "one of " + ", ".join(repr(o) for o in options)
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if not isinstance(value, str) or value not in options:
             raise _fail(error, path, expects, value)
         return value
@@ -158,7 +160,7 @@ def text(allow_empty: bool = False) -> Check:
     """A string (non-empty unless ``allow_empty``)."""
     expects = "a string" if allow_empty else "a non-empty string"
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if not isinstance(value, str) or (not allow_empty and not value):
             raise _fail(error, path, expects, value)
         return value
@@ -174,7 +176,7 @@ def vector(length: int, item: Check = finite) -> Check:
         else f"a list of {length} values, each {item.expects}"
     )
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if not isinstance(value, _LIST) or len(value) != length:
             raise _fail(error, path, expects, value)
         return tuple(item.convert(f"{path}[{k}]", v, error) for k, v in enumerate(value))
@@ -190,7 +192,7 @@ def sequence(item: Check = finite, *, min_length: int = 1, max_length: int | Non
         size = f"a list of {min_length} to {max_length}"
     expects = f"{size} {item.plural}" if item.plural else f"{size} values, each {item.expects}"
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if (
             not isinstance(value, _LIST)
             or len(value) < min_length
@@ -210,7 +212,7 @@ def interval(item: Check = finite, name: str = "") -> Check:
     """``[low, high]`` with ``low <= high``, each passing ``item``; ``name`` words it."""
     expects = name or f"[low, high] with low <= high, each {item.expects}"
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if not isinstance(value, _LIST):
             raise _fail(error, path, expects, value)
         pair = vector(2, item).convert(path, value, error)
@@ -224,7 +226,7 @@ def interval(item: Check = finite, name: str = "") -> Check:
 def optional(check: Check) -> Check:
     """``check``, or None (a TOML file cannot write None: only defaults and code can)."""
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         return None if value is None else check.convert(path, value, error)
 
     return Check(f"{check.expects}, or none", convert)
@@ -236,7 +238,7 @@ def one_or_each(item: Check) -> Check:
     each = sequence(item)
     expects = f"{item.expects}, or {each.expects}"
 
-    def convert(path, value, error):
+    def convert(path: str, value: Any, error: type[UsageError]) -> Any:
         if isinstance(value, _LIST):
             if len(value) == 0:
                 raise _fail(error, path, expects, value)
@@ -254,7 +256,7 @@ def one_or_each(item: Check) -> Check:
 
 def table(
     path: str, value: Any, allowed: Sequence[str] | set[str], error: type[UsageError] = ConfigError
-) -> dict:
+) -> dict[str, Any]:
     """``value`` if it is a table whose keys are all ``allowed``."""
     if not isinstance(value, dict):
         raise error(f"{path}: expected a table, got {value!r}")
@@ -264,24 +266,24 @@ def table(
     return value
 
 
-FIELD_CHECKS: dict[type, Mapping[str, Check]] = {}
+FIELD_CHECKS: dict[type, Mapping[str, Callable[[str, Any], Any]]] = {}
 """The checks ``build`` last used for each dataclass: what the generated configuration
 reference prints beside each key (``cableload_sim.cli.reference_docs``)."""
 
 
 def build(
-    cls,
+    cls: type[T],
     path: str,
     value: Any,
-    checks: Mapping[str, Check],
+    checks: Mapping[str, Callable[[str, Any], Any]],
     nested: Mapping[str, Callable[[str, Any], Any]] | None = None,
-):
+) -> T:
     """Dataclass ``cls`` from the table ``value``: each key checked by ``checks[key]`` (or
     built by ``nested[key]``), the defaults for the keys it lacks."""
     nested = nested or {}
     FIELD_CHECKS[cls] = checks
     table(path, value, set(checks) | set(nested))
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for name, check in checks.items():
         if name in value:
             kwargs[name] = check(f"{path}.{name}", value[name])
@@ -344,7 +346,7 @@ def _size(n: int) -> str:
     return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} kB"
 
 
-def read_toml(path: Path | str, what: str, error: type[UsageError] = ConfigError) -> dict:
+def read_toml(path: Path | str, what: str, error: type[UsageError] = ConfigError) -> dict[str, Any]:
     """A TOML file parsed, or ``error`` naming it (see ``read_text``)."""
     text_ = read_text(path, what, error=error)
     try:

@@ -79,8 +79,12 @@ class EpisodeMetrics:
             return
         if samples.n_uavs != self.system.n_uavs:
             raise ValueError(f"samples: {samples.n_uavs} quadrotors, the system has {self.system.n_uavs}")
-        keep = slice(None) if scored is None else np.asarray(scored, dtype=bool)
-        self._scored += k if scored is None else int(np.count_nonzero(keep))
+        keep: slice | np.ndarray = slice(None)
+        if scored is not None:
+            keep = np.asarray(scored, dtype=bool)
+            self._scored += int(np.count_nonzero(keep))
+        else:
+            self._scored += k
         self._position_sq += float(np.sum((samples.load_p[keep] - ref_p[keep]) ** 2))
         self._angle_sq += float(np.sum(quat_angle_between(samples.load_q[keep], ref_q[keep]) ** 2))
         self._min_distance = float(np.min([self._min_distance, uav_distances(samples.uav_p).min()]))

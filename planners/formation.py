@@ -553,7 +553,7 @@ class FormationPlanner:
         self.attach = np.array([q.attachment for q in system.quadrotors], dtype=float)
         self.masses = np.array([q.mass for q in system.quadrotors], dtype=float)
         self.gravity = np.array([0.0, 0.0, -system.gravity])
-        self._rest = None
+        self._rest: np.ndarray | None = None
         load_kernels()
 
     @classmethod
@@ -818,7 +818,8 @@ def _slot_derivatives_numpy(
         velocity = np.stack([(p0 - pm2) / (2 * h), v, (pp2 - p0) / (2 * h)], axis=1)
         axes = _attitude_zero_heading(thrust / np.linalg.norm(thrust, axis=-1, keepdims=True))
         airspeed = np.einsum("...ji,...j->...i", axes, velocity)  # body frame
-        body = -frame_drag * np.abs(airspeed) * airspeed
+        frame = np.zeros(3) if frame_drag is None else frame_drag
+        body = -frame * np.abs(airspeed) * airspeed
         body[..., :2] -= rotor_drag[None, None, :, None] * airspeed[..., :2]
         thrust = thrust - np.einsum("...ij,...j->...i", axes, body)
     z = thrust / np.linalg.norm(thrust, axis=-1, keepdims=True)

@@ -571,7 +571,9 @@ class StudentPlanner:
         self._hover_residuals: dict[int, np.ndarray] = {}  # (5, nodes, 3), _OUTPUTS order
         self._no_residual = np.zeros((5, N_NODES, 3))
         load_kernels()
-        self._hover = None  # (rest, hover reference, its slots, its samples), made once
+        self._hover: tuple | None = None  # (rest, hover reference, its slots, its samples), made once
+        self.policy_name: str | None = None
+        """The policy's name, reported with the metrics (set by whoever loads it)."""
         self.rho = system.attachment_array()
         self.attach = np.array([q.attachment for q in system.quadrotors])
         wrench = prior in ("formation-wrench", "formation-follow")
@@ -603,12 +605,12 @@ class StudentPlanner:
 
     def report(self) -> dict:
         times = np.array(self.infer_times) * 1e3
-        report = {
+        report: dict[str, float | str] = {
             "infer_ms_median": float(np.median(times)) if times.size else float("nan"),
             "bad_observations": self.bad_observations,
             "bad_outputs": self.bad_outputs,
         }
-        if getattr(self, "policy_name", None):
+        if self.policy_name:
             report["policy"] = self.policy_name
         return report
 
@@ -677,12 +679,15 @@ class StudentPlanner:
                 else:
                     self.bad_outputs += 1
                     plans[k] = self._fallback(uavs[k], e.t, positions[k])
+        sent: list[UavTrajectory] = []
         for k, e in enumerate(encoded):
-            if plans[k] is None:
+            plan = plans[k]
+            if plan is None:
                 self.bad_observations += 1
-                plans[k] = self._hold(uavs[k], e.t, positions[k])
-            self.previous[uavs[k]] = plans[k]
-        return plans
+                plan = self._hold(uavs[k], e.t, positions[k])
+            self.previous[uavs[k]] = plan
+            sent.append(plan)
+        return sent
 
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
         return self.act(self.observe(state, reference), state.uav_p)
@@ -746,8 +751,9 @@ class StudentPlanner:
 
     def _hold(self, i: int, t: float, position) -> UavTrajectory:
         position = np.asarray(position, dtype=float)
-        if not np.isfinite(position).all() and self.previous[i] is not None:
-            position = self.previous[i].p[0]
+        previous = self.previous[i]
+        if not np.isfinite(position).all() and previous is not None:
+            position = previous.p[0]
         if not np.isfinite(position).all():
             position = np.zeros(3)
         return hover_plan(t, position)

@@ -133,7 +133,9 @@ class TeacherPlanner:
             "paced_plans": self.paced_plans,
             "held_reference_plans": self.held_reference_plans,
             "min_pace": self.min_pace,
-            "reference_lag_s": (self.last_t - self.clock) if self.clock is not None else 0.0,
+            "reference_lag_s": (
+                self.last_t - self.clock if self.clock is not None and self.last_t is not None else 0.0
+            ),
             "warm_restarts": self.restarts,
             "failed_steps": self.failed_steps,
             "max_multiplier_ratio": self.max_binding,
@@ -159,7 +161,7 @@ class TeacherPlanner:
             x[o + C_DIR : o + C_DIR + 3] = -state.cable_dir[i]
             if previous is not None:
                 x[o + C_RATE : o + C_SIZE] = previous[o + C_RATE : o + C_SIZE]
-            else:
+            elif measured_rates is not None:
                 x[o + C_RATE : o + C_RATE + 3] = measured_rates[i]
                 x[o + C_TENSION] = np.clip(
                     state.cable_tension[i], self.params.tension_min, self.params.tension_max
@@ -218,6 +220,13 @@ class TeacherPlanner:
 
     # -- reference and pace ----------------------------------------------------------------------
 
+    @property
+    def _reference_time(self) -> float:
+        """The time along the reference (s), which the first plan sets."""
+        if self.clock is None:
+            raise RuntimeError("the teacher has not planned yet: no time along the reference")
+        return self.clock
+
     def _advance_clock(self, t: float) -> None:
         """Move the time along the reference by the pace; it never runs ahead of t."""
         if self.clock is None or self.last_t is None:
@@ -232,7 +241,7 @@ class TeacherPlanner:
         """The reference at the nodes (N+1, 13 + 4n), run at the current pace: positions and
         attitudes at clock + pace * offset, velocities, rates and accelerations scaled by the
         pace; then the formation prior (``TeacherParams.prior``) for that motion."""
-        ref = reference.sample(self.clock + self.pace * self.offsets)
+        ref = reference.sample(self._reference_time + self.pace * self.offsets)
         if self._wrench is None:
             directions, tensions = formation_prior(self.system, self.ocp.hover, ref.q, self.pace**2 * ref.a)
         else:
@@ -337,7 +346,7 @@ class TeacherPlanner:
         """After a plan that keeps the constraints: the pace rises back to 1, and above it (by
         up to ``pace_catch_up``) while the load lags behind the reference's own time."""
         P = self.params
-        lag = t - self.clock
+        lag = t - self._reference_time
         top = 1.0 + P.pace_catch_up if lag > 1e-9 else 1.0
         self.pace = min(top, self.pace + P.pace_recovery)
         if lag <= 1e-9 and self.pace > 1.0:

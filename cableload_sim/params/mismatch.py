@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,12 @@ MAX_COM_PRODUCT_SHARE = 0.1
 """Largest product of inertia a load centre-of-mass offset may add (m c_j c_k), as a share of
 the smallest principal moment: the kernels integrate the load in its principal axes, so
 those products are left out (exact for an offset along one load axis)."""
+
+
+def _xyz(values: Iterable[float]) -> tuple[float, float, float]:
+    """Three numbers as a 3-tuple of floats."""
+    x, y, z = values
+    return float(x), float(y), float(z)
 
 
 def _per_uav(path: str, value: Scale, n: int) -> tuple[float, ...]:
@@ -80,20 +87,20 @@ class MismatchParams:
                     f"got {len(self.attachment_offsets)}"
                 )
             attachments = tuple(
-                tuple(a + d for a, d in zip(p, off)) for p, off in zip(attachments, self.attachment_offsets)
+                _xyz(a + d for a, d in zip(p, off)) for p, off in zip(attachments, self.attachment_offsets)
             )
         mass = load.mass * self.load_mass_scale
         inertia = load.inertia_matrix().diagonal() * self.load_mass_scale
         com = tuple(float(c) for c in self.load_com_offset)
         if any(com):
             inertia = _inertia_about_com(inertia, mass, np.array(com))
-            attachments = tuple(tuple(a - c for a, c in zip(p, com)) for p in attachments)
+            attachments = tuple(_xyz(a - c for a, c in zip(p, com)) for p in attachments)
         load = dataclasses.replace(
             load,
             mass=mass,
-            inertia=tuple(float(x) for x in inertia),
+            inertia=_xyz(inertia),
             attachments=attachments,
-            box_centre=tuple(b - c for b, c in zip(load.box_centre, com)),
+            box_centre=_xyz(b - c for b, c in zip(load.box_centre, com)),
         )
         cables = system.cables
         if self.cable_length_deltas is not None:
@@ -128,7 +135,7 @@ class MismatchParams:
             dataclasses.replace(
                 q,
                 mass=q.mass * mass[i],
-                inertia=tuple(j * inertia[i] for j in q.inertia),
+                inertia=_xyz(j * inertia[i] for j in q.inertia),
                 rotor=dataclasses.replace(
                     q.rotor,
                     thrust_coeff=q.rotor.thrust_coeff * kf[i],

@@ -32,8 +32,8 @@ class WrenchDisturbance:
     def episode(self, rng: np.random.Generator) -> WrenchProcess:
         """One episode's process: its direction drawn now from ``rng``."""
         direction = rng.normal(size=6)
-        direction[:3] /= max(np.linalg.norm(direction[:3]), 1e-12)
-        direction[3:] /= max(np.linalg.norm(direction[3:]), 1e-12)
+        direction[:3] /= max(float(np.linalg.norm(direction[:3])), 1e-12)
+        direction[3:] /= max(float(np.linalg.norm(direction[3:])), 1e-12)
         scale = np.concatenate([np.full(3, self.max_force), np.full(3, self.max_torque)])
         return WrenchProcess(direction * scale, rng)
 

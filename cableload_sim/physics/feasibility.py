@@ -250,7 +250,7 @@ def check_reference(
         return Peak(
             float(values[(k, *uav)]),
             float(t[k]),
-            tuple(float(c) for c in s.p[k]),
+            (float(s.p[k, 0]), float(s.p[k, 1]), float(s.p[k, 2])),
             int(uav[0]) if uav else None,
         )
 
@@ -273,6 +273,7 @@ def check_reference(
     )
     excesses = []
     if worst.value > 1.0:
+        assert worst.uav is not None  # a thrust peak is always some quadrotor's
         rotor_max = system.quadrotors[worst.uav].rotor.max_thrust()
         excesses.append(
             Excess(

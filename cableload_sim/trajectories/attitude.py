@@ -127,7 +127,7 @@ class ZeroSideslip:
 
     def attitude(self, phase, horizontal: Jet, warp: Jet) -> Attitude:
         """Yaw from the path's tau-jet ``horizontal`` (K, 2), composed with the time warp."""
-        (dx, dy), (ddx, ddy), (dddx, dddy) = horizontal.d1.T, horizontal.d2.T, horizontal.d3.T
+        (dx, dy), (ddx, ddy), (dddx, dddy) = horizontal.d1.T, horizontal.d2.T, horizontal.third.T
         speed_sq = dx**2 + dy**2
         turning = dx * ddy - dy * ddx
         yaw_tau = Jet(

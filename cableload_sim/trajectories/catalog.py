@@ -69,7 +69,7 @@ _EIGHT_PRESETS = MappingProxyType(
 )
 
 
-def _resolve_options(spec: str, schema: dict, given: dict) -> dict:
+def _resolve_options(spec: str, schema: Mapping[str, Option], given: dict) -> dict:
     unknown = sorted(set(given) - set(schema))
     if unknown:
         expected = ", ".join(schema)

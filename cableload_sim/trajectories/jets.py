@@ -4,6 +4,7 @@ reference from rest, and the sample a reference returns."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,9 +83,20 @@ class Jet:
     d3: np.ndarray | None = None
 
     @property
-    def orders(self) -> tuple:
+    def orders(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """(value, d1, d2, d3)."""
         return self.value, self.d1, self.d2, self.d3
+
+    @property
+    def third(self) -> np.ndarray:
+        """``d3`` of a jet that carries it; a ValueError for one that does not."""
+        if self.d3 is None:
+            raise ValueError("this jet carries no third derivative")
+        return self.d3
+
+    def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> Jet:
+        """``fn`` applied to every order (a missing third derivative stays missing)."""
+        return Jet(fn(self.value), fn(self.d1), fn(self.d2), None if self.d3 is None else fn(self.d3))
 
 
 def _pairs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -129,12 +141,12 @@ def smoothstep_jet(x: np.ndarray, span: float) -> Jet:
 
 
 @functools.lru_cache(maxsize=64)
-def _past_ramp(ramp_s: float) -> tuple[float, Jet]:
+def _past_ramp(ramp_s: float) -> tuple[float, tuple[float, float, float]]:
     """``time_warp``'s integral and rate jet at x = 1, as the polynomials give them there (the
     same operations as on an array of ones, so the same values)."""
     one = np.ones(1)
     rate = smoothstep_jet(one, ramp_s)
-    return float(_SMOOTHSTEP_INTEGRAL(one)[0]), Jet(*(float(d[0]) for d in rate.orders))
+    return float(_SMOOTHSTEP_INTEGRAL(one)[0]), (float(rate.value[0]), float(rate.d1[0]), float(rate.d2[0]))
 
 
 def time_warp(t: np.ndarray, ramp_s: float) -> Jet:
@@ -144,12 +156,12 @@ def time_warp(t: np.ndarray, ramp_s: float) -> Jet:
     """
     t = np.maximum(t, 0.0)
     if t.size and t.min() >= ramp_s:  # past the ramp (most samples): constants, computed once
-        integral, rate = _past_ramp(float(ramp_s))
+        integral, (speed, speed_d1, speed_d2) = _past_ramp(float(ramp_s))
         return Jet(
             ramp_s * integral + (t - ramp_s),
-            np.full(t.shape, rate.value),
-            np.full(t.shape, rate.d1),
-            np.full(t.shape, rate.d2),
+            np.full(t.shape, speed),
+            np.full(t.shape, speed_d1),
+            np.full(t.shape, speed_d2),
         )
     x = np.clip(t / ramp_s, 0.0, 1.0)
     rate = smoothstep_jet(x, ramp_s)

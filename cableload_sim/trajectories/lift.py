@@ -51,7 +51,7 @@ class FromGround(LoadReference):
 
     def __init__(
         self,
-        path: LoopReference,
+        path: LoadReference,
         *,
         rest_z: float = REST_Z,
         climb_s: float = 3.0,
@@ -95,7 +95,7 @@ class FromGround(LoadReference):
         ramp = self.path.ramp_s
         up = time_warp(tau_t, ramp)
         down = time_warp(tau_t - (self.path_s - ramp), ramp)
-        return Jet(*(a - b for a, b in zip(up.orders, down.orders, strict=True)))
+        return Jet(up.value - down.value, up.d1 - down.d1, up.d2 - down.d2, up.third - down.third)
 
     def _path_sample(self, tau_t: np.ndarray) -> LoadReferenceSample:
         return self.path.sample_warped(tau_t, self._stop_warp(tau_t))
@@ -128,7 +128,7 @@ class FromGround(LoadReference):
             p[mask] = base + step.value[:, None] * shift
             v[mask] = step.d1[:, None] * shift
             a[mask] = step.d2[:, None] * shift
-            j[mask] = step.d3[:, None] * shift
+            j[mask] = step.third[:, None] * shift
             q[mask] = pose.q[0]
         return LoadReferenceSample(t, p, v, a, j, q, omega, alpha)
 
@@ -138,7 +138,7 @@ class FromGround(LoadReference):
         t = _as_times(t)
         up = smoothstep_jet(np.clip(t / self.climb_s, 0.0, 1.0), self.climb_s)
         down = smoothstep_jet(np.clip((t - self.t_land) / self.climb_s, 0.0, 1.0), self.climb_s)
-        return Jet(up.value - down.value, up.d1 - down.d1, up.d2 - down.d2, up.d3 - down.d3)
+        return Jet(up.value - down.value, up.d1 - down.d1, up.d2 - down.d2, up.third - down.third)
 
     def airborne(self, t) -> np.ndarray:
         """Whether the load reference is off the ground at each of the times ``t`` (K,)."""

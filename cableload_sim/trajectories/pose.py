@@ -48,7 +48,7 @@ class PoseToPose(LoadReference):
             self.start_p + s.value[:, None] * shift,
             s.d1[:, None] * shift,
             s.d2[:, None] * shift,
-            s.d3[:, None] * shift,
+            s.third[:, None] * shift,
             q,
             s.d1[:, None] * r,
             s.d2[:, None] * r,

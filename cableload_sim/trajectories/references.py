@@ -75,13 +75,19 @@ class LoopReference(LoadReference):
         horizontal = compose(self.curve.jet(phase), _linear_jet(phase, self.phase_rate))
         if self.rotation:
             turn = np.full(len(t), self.rotation)
-            horizontal = Jet(
-                *(None if order is None else _rotate_planar(turn, order) for order in horizontal.orders)
-            )
+            horizontal = horizontal.map(lambda order: _rotate_planar(turn, order))
         position = compose(_with_height(horizontal, self.height.jet(warp.value)), warp)
         attitude = self.orientation.attitude(phase, horizontal, warp)
-        p, v, a, j = position.orders
-        return LoadReferenceSample(t, p, v, a, j, attitude.q, attitude.omega, attitude.alpha)
+        return LoadReferenceSample(
+            t,
+            position.value,
+            position.d1,
+            position.d2,
+            position.third,
+            attitude.q,
+            attitude.omega,
+            attitude.alpha,
+        )
 
     def describe(self) -> dict:
         return {
@@ -94,14 +100,22 @@ class LoopReference(LoadReference):
 
 def _with_height(horizontal: Jet, vertical: Jet) -> Jet:
     """Jet of (x, y, z) (K, 3) from the jets of (x, y) (K, 2) and z (K,)."""
-    orders = zip(horizontal.orders, vertical.orders, strict=True)
-    out = []
-    for planar, height in orders:
+
+    def stacked(planar: np.ndarray, height: np.ndarray) -> np.ndarray:
         xyz = np.empty((planar.shape[0], 3))
         xyz[:, :2] = planar
         xyz[:, 2] = height
-        out.append(xyz)
-    return Jet(*out)
+        return xyz
+
+    d3 = None
+    if horizontal.d3 is not None and vertical.d3 is not None:
+        d3 = stacked(horizontal.d3, vertical.d3)
+    return Jet(
+        stacked(horizontal.value, vertical.value),
+        stacked(horizontal.d1, vertical.d1),
+        stacked(horizontal.d2, vertical.d2),
+        d3,
+    )
 
 
 class Hover(LoadReference):

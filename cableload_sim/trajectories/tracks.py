@@ -56,20 +56,20 @@ def read_centerline(path: Path) -> np.ndarray:
     text = checks.read_text(
         path, "track: centerline file", MAX_TRACK_BYTES, error=UsageError, expected="a CSV of x_m,y_m rows"
     )
-    points = []
+    rows: list[tuple[float, float]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.split(",")
         try:
-            points.append((float(fields[0]), float(fields[1])))
+            rows.append((float(fields[0]), float(fields[1])))
         except (ValueError, IndexError):
-            if not points and _is_header(fields):
+            if not rows and _is_header(fields):
                 continue  # a header row without '#'
             raise UsageError(
                 f"track: line {number} of '{path}' must start with two numbers x_m,y_m, got {line.strip()!r}"
             ) from None
-    points = np.asarray(points, dtype=float).reshape(-1, 2)
+    points = np.asarray(rows, dtype=float).reshape(-1, 2)
     if len(points) < 4 or not np.all(np.isfinite(points)):
         raise UsageError(f"track: '{path}' must hold at least 4 finite x,y points, got {len(points)}")
     largest = float(np.max(np.abs(points)))
