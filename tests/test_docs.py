@@ -140,6 +140,7 @@ def shortened(line: str, tmp: Path) -> list[str]:
 QUICK = ("simulate", "trajectories", "evaluate", "metrics", "plot")
 
 
+@pytest.mark.slow
 def test_the_quick_start_runs(tmp_path):
     """The README's quick start on the embedded simulator, each command shortened to a second
     of flight (training and the ROS commands are exercised by their own tests)."""

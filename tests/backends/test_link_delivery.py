@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from backends import make_backend
 from backends.base import Scenario
@@ -129,6 +130,7 @@ def test_link_episode_is_seeded_and_reported(paper_config):
     )
 
 
+@pytest.mark.slow
 def test_paper_link_changes_teacher_tracking_by_at_most_ten_percent(paper_config):
     """The paper's Table 10 perturbation: 20 % of the plans lost, the rest up to 30 ms late.
     Receding-horizon plans of 2 s ride through it (the paper: 0.181 -> 0.178 m)."""

@@ -104,6 +104,7 @@ def same_figures(live: dict, clean: dict, rel: float, context=None) -> None:
         ("world-param", "world_replaced", "replaced"),
     ],
 )
+@pytest.mark.slow
 def test_a_fault_mid_flight_ends_the_episode_with_its_status(ros_graph, fault, status, detail):
     """Each of these once ended ``completed`` with wrong figures, crashed or hung: a reset
     world (the load parked at spawn, 205 references refused and 0 reported), ``off`` to one
@@ -136,6 +137,7 @@ def test_a_fault_mid_flight_ends_the_episode_with_its_status(ros_graph, fault, s
         assert refused >= result["rejected_plans"] - 1, (result, log)
 
 
+@pytest.mark.slow
 def test_bad_messages_are_survived_with_the_figures_of_a_clean_run(ros_graph):
     """An empty reference on a pilot's topic once crashed the world (IndexError); a state
     stamped 100 s ahead made the run diverge within 1 s; an empty reference horizon from
@@ -160,6 +162,7 @@ def test_bad_messages_are_survived_with_the_figures_of_a_clean_run(ros_graph):
     assert "empty reference horizon from /cableload_inject" in log and "ignored" in log, log
 
 
+@pytest.mark.slow
 def test_a_second_world_is_refused_and_the_first_flies_on(ros_graph):
     """A second ``cableload world`` on the same master once made the master shut the first one
     down mid-flight (one node name), and the episode carried on against the new world."""
@@ -175,6 +178,7 @@ def test_a_second_world_is_refused_and_the_first_flies_on(ros_graph):
     assert result["rmse_position_m"] < 0.2, result
 
 
+@pytest.mark.slow
 def test_a_world_of_another_system_or_configuration_is_refused(ros_graph):
     """A world of four quadrotors against an episode of three ended "diverged"; options the
     gazebo backend cannot honour (sensing) were silently ignored."""
@@ -205,6 +209,7 @@ def test_planner_nodes_that_never_start_end_node_lost(ros_graph):
     assert "cableload node" in result["message"]
 
 
+@pytest.mark.slow
 def test_student_nodes_under_faults(ros_graph):
     """Three student nodes against the world in lockstep. A load pose stamped 100 s ahead
     (once 0.189 m / 5.6 deg against 0.0037 m) and an empty reference horizon from another
@@ -278,6 +283,7 @@ def test_student_nodes_under_faults(ros_graph):
 FUZZED = ("trajectory", "enable", "start", "land", "off", "force-hover", "horizon")
 
 
+@pytest.mark.slow
 def test_fuzzing_the_worlds_topics(ros_graph):
     """300 random or malformed messages (a quarter of them raw bytes) on each topic the world
     subscribes to, seeded: the world never dies, and each episode either completes with the

@@ -51,6 +51,7 @@ def delayed(latency_s: float) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_one(ros_graph):
     """The gazebo backend against the stock pilot (pieces of each plan appended to its queue,
     each taking effect ``MARGIN_S`` after it was made), the world in lockstep: as the embedded
@@ -76,6 +77,7 @@ def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_on
     assert int(line.split("lockstep waits:")[1].split(";")[0]) >= 100, line
 
 
+@pytest.mark.slow
 def test_world_flies_the_onboard_imu_and_estimate(ros_graph):
     """``[imu]`` on in the world (each quadrotor's controller flies its onboard estimate, seeded
     from ``--seed``): the teacher in lockstep against the stock pilot flies as on the embedded
@@ -156,6 +158,7 @@ def node_subscriptions(state: dict) -> dict[str, set[str]]:
     return by_node
 
 
+@pytest.mark.slow
 def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, tmp_path):
     """Against the stock pilot (pieces of each plan appended to its queue), the world in
     lockstep. In real time, three student nodes, the world, the episode and rosbag (five Python

@@ -151,6 +151,7 @@ def test_side_by_side_and_bench_teacher(capsys):
     assert main(["bench", "teacher", "--uavs", "1,x"]) == 2
 
 
+@pytest.mark.slow
 def test_log_replay_plot_and_metrics_from_the_command_line(capsys, tmp_path):
     bag = tmp_path / "run.bag"
     code, live = run_json(capsys, ["simulate", "--duration", "3", "--json", "--log", str(bag)])

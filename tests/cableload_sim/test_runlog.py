@@ -424,6 +424,7 @@ def test_a_full_disk_stops_the_writer_and_keeps_what_was_flushed(tmp_path, paper
     assert 2.0 <= run.samples.t[-1] <= 3.0  # synced up to 2 s; the third written, not synced
 
 
+@pytest.mark.slow
 def test_the_writer_memory_does_not_grow_with_the_log(tmp_path, paper_config):
     """rosbags keeps an index entry per message until the bag is closed; the writer keeps
     only their counts, so an hour-long log takes no more memory than a minute-long one."""

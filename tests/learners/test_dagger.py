@@ -88,6 +88,7 @@ def run_cli_train(config: Path, out: Path, resume=False):
     )
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
     """A run killed after its first round resumes from the checkpoint and ends with exactly
     the same data, checkpoints and summary as a run never interrupted (same seeds)."""
@@ -163,6 +164,7 @@ def test_collected_samples_label_every_quadrotor_every_decision():
     np.testing.assert_array_equal(again["arrays"]["target"], arrays["target"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_ray_and_the_process_pool_collect_the_same_data_for_the_same_seed(tmp_path):
     """Two rounds of two episodes each (the second round half student), on the local process

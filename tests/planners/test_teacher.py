@@ -119,6 +119,7 @@ def test_teacher_builds_and_flies_any_number_of_quadrotors(n):
     assert result.metrics["rmse_orientation_deg"] < baseline.metrics["rmse_orientation_deg"]
 
 
+@pytest.mark.slow
 def test_nine_quadrotors_on_two_metre_cables(tmp_path):
     """Nine quadrotors 1.2 m apart need cables longer than the paper's 1 m (a ring of nine
     at that spacing has a 1.75 m radius); with 2 m cables the same code plans and flies them."""
