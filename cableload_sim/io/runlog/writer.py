@@ -246,36 +246,37 @@ class RunLogWriter:
         if state.n_uavs != len(self.quad_names):
             raise ValueError(f"observed: expected {len(self.quad_names)} quadrotors, got {state.n_uavs}")
         stamp = ros_time_ns(state.t)
-        msg = self._msg
         with self._disk():
-            v_body = quat_to_matrix(state.load_q).T @ state.load_v
-            self._write(
-                OBSERVED_LOAD_TOPIC,
-                stamp,
-                msg.odometry(
-                    self._header(OBSERVED_LOAD_TOPIC, stamp),
-                    "load",
-                    state.load_p.tolist(),
-                    state.load_q.tolist(),
-                    v_body.tolist(),
-                    state.load_omega.tolist(),
-                ),
+            self._odometry(
+                OBSERVED_LOAD_TOPIC, stamp, "load", state.load_p, state.load_q, state.load_v, state.load_omega
             )
             for i, quad in enumerate(self.quad_names):
-                v_body = quat_to_matrix(state.uav_q[i]).T @ state.uav_v[i]
-                topic = OBSERVED_ODOMETRY_TOPIC.format(quad=quad)
-                self._write(
-                    topic,
+                self._odometry(
+                    OBSERVED_ODOMETRY_TOPIC.format(quad=quad),
                     stamp,
-                    msg.odometry(
-                        self._header(topic, stamp),
-                        f"{quad}/body",
-                        state.uav_p[i].tolist(),
-                        state.uav_q[i].tolist(),
-                        v_body.tolist(),
-                        state.uav_omega[i].tolist(),
-                    ),
+                    f"{quad}/body",
+                    state.uav_p[i],
+                    state.uav_q[i],
+                    state.uav_v[i],
+                    state.uav_omega[i],
                 )
+
+    def _odometry(
+        self,
+        topic: str,
+        stamp: int,
+        child: str,
+        p: np.ndarray,
+        q: np.ndarray,
+        v_world: np.ndarray,
+        omega: np.ndarray,
+    ) -> None:
+        """One ``nav_msgs/Odometry``: pose, velocity turned into the body frame, body rates."""
+        v_body = quat_to_matrix(q).T @ v_world
+        message = self._msg.odometry(
+            self._header(topic, stamp), child, p.tolist(), q.tolist(), v_body.tolist(), omega.tolist()
+        )
+        self._write(topic, stamp, message)
 
     def onboard_estimate(self, t: float, p: np.ndarray, q: np.ndarray, v: np.ndarray) -> None:
         """The quadrotors' onboard estimates (``[imu]``) at time ``t``: positions (n, 3),
@@ -292,22 +293,16 @@ class RunLogWriter:
                 f"got {p.shape}, {q.shape}, {v.shape}"
             )
         stamp = ros_time_ns(t)
-        msg = self._msg
         with self._disk():
             for i, quad in enumerate(self.quad_names):
-                v_body = quat_to_matrix(q[i]).T @ v[i]
-                topic = ONBOARD_ESTIMATE_TOPIC.format(quad=quad)
-                self._write(
-                    topic,
+                self._odometry(
+                    ONBOARD_ESTIMATE_TOPIC.format(quad=quad),
                     stamp,
-                    msg.odometry(
-                        self._header(topic, stamp),
-                        f"{quad}/body",
-                        p[i].tolist(),
-                        q[i].tolist(),
-                        v_body.tolist(),
-                        [0.0, 0.0, 0.0],
-                    ),
+                    f"{quad}/body",
+                    p[i],
+                    q[i],
+                    v[i],
+                    np.zeros(3),
                 )
 
     def samples(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None:
