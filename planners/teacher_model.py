@@ -266,15 +266,20 @@ class LoadCableModel:
             parts += [ca.cross(c.r, c.s), c.dr, c.ddr, d3r, c.dt, d2t]
         return ca.vertcat(*parts)
 
+    def _load_motion(self, x):
+        """The load's position, velocity, body rates, rotation matrix, acceleration and angular
+        acceleration in state ``x``."""
+        p = x[X_POS : X_POS + 3]
+        v = x[X_VEL : X_VEL + 3]
+        w = x[X_RATE : X_RATE + 3]
+        R = _quat_to_rot(x[X_QUAT : X_QUAT + 4])
+        acc, alpha = self.load_accelerations(x)
+        return p, v, w, R, acc, alpha
+
     def _positions_thrusts(self, x):
         """Centres of gravity of the quadrotors (n x 3) and their thrust vectors (n x 3): what
         the path constraints need, as ``outputs`` has them, without its jerk-level terms."""
-        p = x[X_POS : X_POS + 3]
-        v = x[X_VEL : X_VEL + 3]
-        q = x[X_QUAT : X_QUAT + 4]
-        w = x[X_RATE : X_RATE + 3]
-        R = _quat_to_rot(q)
-        acc, alpha = self.load_accelerations(x)
+        p, v, w, R, acc, alpha = self._load_motion(x)
         ends, thrusts = [], []
         for i, c in enumerate(self.cables(x)):
             rho = ca.DM(self.rho[i])
@@ -297,12 +302,7 @@ class LoadCableModel:
     def _quad_outputs(self, x):
         """Per quadrotor (stacked as n x 3 each): centre-of-gravity position, velocity,
         acceleration, jerk (world); thrust vector (world); body rates (body, zero yaw rate)."""
-        p = x[X_POS : X_POS + 3]
-        v = x[X_VEL : X_VEL + 3]
-        q = x[X_QUAT : X_QUAT + 4]
-        w = x[X_RATE : X_RATE + 3]
-        R = _quat_to_rot(q)
-        acc, alpha = self.load_accelerations(x)
+        p, v, w, R, acc, alpha = self._load_motion(x)
         jerk, dalpha = self.load_jerks(x)
         rows = {k: [] for k in ("p", "v", "a", "j", "thrust", "rates")}
         for i, c in enumerate(self.cables(x)):
