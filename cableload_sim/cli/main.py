@@ -665,7 +665,21 @@ def _add_reference(p: argparse.ArgumentParser) -> None:
         default="eight-slow",
         help="reference name (see `cableload trajectories`), or track:PATH, track:zandvoort",
     )
-    p.add_argument("--orientation", default="constant", choices=["constant", "zero-sideslip"])
+    _add_reference_options(p)
+
+
+# the orientation modes of ``cableload_sim.trajectories.ORIENTATION_MODES`` (not imported here:
+# ``cableload --help`` stays instant; a test checks they agree)
+ORIENTATIONS = ("constant", "zero-sideslip", "oscillating")
+
+
+def _add_reference_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--orientation",
+        default="constant",
+        choices=ORIENTATIONS,
+        help="the load's yaw along a looped path (oscillating: -o yaw_amplitude_deg=A -o yaw_frequency=F)",
+    )
     p.add_argument("--track-size", type=float, default=None, help="track:... larger side (m)")
     p.add_argument("--speed", type=float, default=None, help="track/square speed (m/s)")
     p.add_argument(
@@ -764,16 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to check (--check; default: the smooth start and one lap) or "
         "to draw (--sample; default 20)",
     )
-    p.add_argument("--orientation", default="constant", choices=["constant", "zero-sideslip"])
-    p.add_argument("--track-size", type=float, default=None, help="track:... larger side (m)")
-    p.add_argument("--speed", type=float, default=None, help="track/square speed (m/s)")
-    p.add_argument(
-        "-o",
-        "--option",
-        action="append",
-        metavar="KEY=VALUE",
-        help="reference option, e.g. -o ax=3 -o ay=3 -o w=0.5",
-    )
+    _add_reference_options(p)
     p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument("--json", action="store_true")

@@ -182,3 +182,22 @@ def test_log_replay_plot_and_metrics_from_the_command_line(capsys, tmp_path):
     # the same path again is refused without --overwrite
     assert main(["simulate", "--duration", "1", "--log", str(bag)]) == 2
     capsys.readouterr()
+
+
+def test_every_orientation_mode_flies_from_the_command_line(capsys):
+    """The command line offers every orientation mode the references have (the training
+    distribution draws ``oscillating`` too), its parameters as ``-o`` options."""
+    import numpy as np
+
+    from cableload_sim.cli.main import ORIENTATIONS, build_parser, build_reference
+    from cableload_sim.rotations import quat_to_euler
+    from cableload_sim.trajectories import ORIENTATION_MODES
+
+    assert ORIENTATIONS == ORIENTATION_MODES
+    argv = ["simulate", "--trajectory", "circle", "--orientation", "oscillating", "--duration", "4"]
+    options = ["-o", "yaw_amplitude_deg=40", "-o", "yaw_frequency=0.1"]
+    reference = build_reference(build_parser().parse_args([*argv, *options]))
+    yaw = np.degrees(quat_to_euler(reference.sample(np.linspace(10.0, 20.0, 501)).q)[:, 2])
+    assert np.ptp(yaw) == pytest.approx(80.0, abs=1.0)  # +-40 deg over one 10 s period
+    assert main([*argv, *options, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "completed"
