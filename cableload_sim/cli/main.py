@@ -9,9 +9,11 @@ import argparse
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import warnings
+from collections.abc import Sequence
 
 from cableload_sim.errors import CableloadError, UsageError
 
@@ -187,11 +189,31 @@ def cmd_sample_references(args) -> int:
     duration = 20.0 if args.duration is None else args.duration
     distribution = load_distribution(args.sample)
     specs = distribution.sample(args.seed, args.count, load_cli_config(args), duration)
-    for path in preview(specs, duration, args.out):
-        print(path)
+    paths = preview(specs, duration, args.out)
+    system = [
+        *(["--config", args.config] if args.config else []),
+        *(["--uavs", str(args.uavs)] if args.uavs else []),
+        *(item for text in (args.set or []) for item in ("--set", text)),
+    ]
+    commands = [simulate_argv(spec, duration, system) for spec in specs]
     if args.json:
-        print_json([spec.as_dict() for spec in specs])
+        print_json([{**spec.as_dict(), "command": shlex.join(argv)} for spec, argv in zip(specs, commands)])
+        return 0
+    for path in paths:
+        print(path)
+    for k, argv in enumerate(commands):
+        print(f"{k}: {shlex.join(argv)}")
     return 0
+
+
+def simulate_argv(spec, duration: float, system: Sequence[str] = ()) -> list[str]:
+    """The ``cableload simulate`` command line that flies reference ``spec`` (a
+    ``learners.distribution.ReferenceSpec``) for ``duration`` seconds on the system ``system``
+    names (``--config``, ``--uavs``, ``--set`` as given to the draw)."""
+    argv = ["cableload", "simulate", "--trajectory", spec.name, "--orientation", spec.orientation]
+    for key, value in spec.options.items():
+        argv += ["-o", f"{key}={json.dumps(value)}"]
+    return [*argv, *system, "--duration", f"{duration:g}"]
 
 
 def cmd_trajectories(args) -> int:
@@ -209,7 +231,7 @@ def cmd_trajectories(args) -> int:
         print(f"{entry['name']}: {entry['description']}")
         for key, value in entry.get("options", {}).items():
             print(f"    {key} = {value}")
-    print("orientation modes (--orientation): constant, zero-sideslip")
+    print(f"orientation modes (--orientation): {', '.join(ORIENTATIONS)}")
     return 0
 
 

@@ -201,3 +201,26 @@ def test_every_orientation_mode_flies_from_the_command_line(capsys):
     assert np.ptp(yaw) == pytest.approx(80.0, abs=1.0)  # +-40 deg over one 10 s period
     assert main([*argv, *options, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "completed"
+
+
+def test_each_sampled_reference_comes_with_the_command_that_flies_it(capsys, tmp_path):
+    """``trajectories --sample`` prints, per draw, a ``cableload simulate`` line; each line
+    flies that draw (here for one second) on the system the draw was made for."""
+    import shlex
+
+    config = "learners/configs/generalist.toml"
+    argv = ["trajectories", "--sample", config, "--count", "4", "--seed", "3", "--out", str(tmp_path)]
+    assert main([*argv, "--uavs", "4"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if ": cableload simulate" in line]
+    assert len(lines) == 4
+    assert main([*argv, "--uavs", "4", "--json"]) == 0
+    drawn = json.loads(capsys.readouterr().out)
+    for line, spec in zip(lines, drawn):
+        command = shlex.split(line.split(": ", 1)[1])
+        assert command == shlex.split(spec["command"])
+        assert command[command.index("--trajectory") + 1] == spec["name"]
+        assert command[command.index("--uavs") + 1] == "4"
+        command[command.index("--duration") + 1] = "1"
+        assert main([*command[1:], "--json"]) == 0, line
+        flown = json.loads(capsys.readouterr().out)
+        assert flown["status"] == "completed" and flown["sim_time_s"] == pytest.approx(1.0)
