@@ -8,7 +8,7 @@ EXTRAS ?= dev,all,cluster
 
 SHELL := /bin/bash
 
-.PHONY: demo test test-slow check bench lint typecheck docs venv clean train train-generalist system-deps
+.PHONY: demo test test-slow check bench bench-baseline lint typecheck docs venv clean train train-generalist system-deps
 
 # Debian's ROS1 middleware, SDFormat and a C++ compiler (the ROS tests and the Gazebo world
 # check need them). Installed with apt when running as root; anyone else gets the command to run,
@@ -91,8 +91,20 @@ test-slow: venv
 
 check: lint typecheck test test-slow
 
+# the benchmarks, compared with the baseline stored for this machine kind: a median 20 % slower
+# than the baseline's fails. `make bench-baseline` replaces the baseline (docs/speed.md).
+MACHINE_KIND ?= python
+BENCH_STORAGE := benchmarks/baselines/$(MACHINE_KIND)
+BENCH_OPTS := -q -p no:cacheprovider benchmarks --benchmark-enable --benchmark-only \
+	--benchmark-storage=file://$(BENCH_STORAGE) --benchmark-json=runs/bench/latest.json
 bench: venv
-	$(PY) -m pytest -q benchmarks --benchmark-enable --benchmark-only
+	@mkdir -p runs/bench
+	$(PY) -m pytest $(BENCH_OPTS) --benchmark-compare --benchmark-compare-fail=median:20%
+
+bench-baseline: venv
+	@mkdir -p runs/bench
+	rm -rf $(BENCH_STORAGE)
+	$(PY) -m pytest $(BENCH_OPTS) --benchmark-save=baseline
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -36,6 +36,13 @@ def port_open(port: int) -> bool:
         return False
 
 
+def _default_interrupt() -> None:
+    """In the child before it runs: SIGINT back to its default. A process started in the
+    background of a shell without job control inherits SIGINT ignored, and Python then never
+    raises KeyboardInterrupt: a test's Ctrl-C would not reach it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class RosGraph:
     """A master and the processes started against it."""
 
@@ -74,6 +81,7 @@ class RosGraph:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             cwd=self.folder,
+            preexec_fn=_default_interrupt,
         )
         self.processes[name] = proc
         return proc

@@ -95,3 +95,43 @@ def test_student_decision_of_one_quadrotor(benchmark, which, policy_dir):
     benchmark.pedantic(decide, rounds=500, iterations=1)
     benchmark.extra_info["frame"] = planner.frame
     assert planner.bad_outputs == 0 and np.isfinite(decide().p).all()
+
+
+@pytest.fixture
+def busy_core():
+    """Another CPU-bound process for the duration of a benchmark (the second core busy)."""
+    import subprocess
+    import sys
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield spinner
+    spinner.kill()
+    spinner.wait()
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_student_decision_with_the_other_core_busy(benchmark, policy_dir, runtime, busy_core):
+    """One quadrotor's whole decision, as the command line runs it (torch left at its default
+    thread count: the policy pins its own), while another process keeps a core busy."""
+    from learners.export import student_planner
+
+    torch.set_num_threads(max(2, torch.get_num_threads()))  # what a fresh process has here
+    config = load_config(None)
+    planner = student_planner(config, GENERALIST_POLICIES[3], runtime)
+    sim = Simulator(config)
+    sim.advance(100)
+    state, reference = sim.world_state(), make_reference("eight-medium")
+    obs = dataclasses.replace(state.local(0, planner.rho[0], planner.attach[0]), t=12.3)
+
+    def decide():
+        encoded = planner.observe_local(0, obs, reference)
+        return planner.act([encoded], obs.uav_p[None], [0])[0]
+
+    for _ in range(20):
+        decide()
+    benchmark.pedantic(decide, rounds=500, iterations=1)
+    times = np.array(benchmark.stats.stats.data) * 1e3
+    benchmark.extra_info.update(
+        decision_ms_median=float(np.median(times)), decision_ms_p99=float(np.percentile(times, 99))
+    )
+    assert busy_core.poll() is None and np.isfinite(decide().p).all()

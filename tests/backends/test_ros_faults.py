@@ -364,7 +364,7 @@ def test_ctrl_c_ends_a_simulation_in_one_line_with_its_log_readable(ros_graph, t
     assert bag.exists() and not active.exists()
     metrics = ros_graph.run("metrics", str(bag), "--json")
     assert metrics.returncode == 0, metrics.stderr
-    assert last_json(metrics.stdout)["sim_time_s"] > 1.0
+    assert last_json(metrics.stdout)["sim_time_s"] >= 1.0  # at least the first flushed second
 
 
 def test_a_planner_node_reports_on_sigterm(ros_graph):

@@ -104,6 +104,7 @@ def test_world_flies_the_onboard_imu_and_estimate(ros_graph):
 
 
 @pytest.mark.realtime
+@pytest.mark.slow
 def test_teacher_in_real_time_through_the_replacing_pilot(ros_graph):
     """At most 35 % worse than on the embedded backend, the world paced at real time (its
     real-time factor 1, what Gazebo does): the planners' computing time counts as it would in a
@@ -319,6 +320,7 @@ def test_killing_the_world_or_the_master_ends_the_episode_as_backend_failed(ros_
 
 
 @pytest.mark.realtime
+@pytest.mark.slow
 def test_launch_file_runs_world_nodes_and_rosbag_for_n_quadrotors(ros_graph, tmp_path):
     """``ros/cableload/launch/multilift.launch`` with four quadrotors and a centralized planner
     node: the episode completes, ends the launch, and the recorded bag reads back."""
