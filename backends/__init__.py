@@ -1,4 +1,13 @@
-"""Backends: where planners fly. Found by name; optional dependencies load only when used."""
+"""Backends: where planners fly. Found by name; optional dependencies load only when used.
+
+``embedded`` is the numba simulator in this process; ``gazebo`` a ROS1 world (Gazebo with
+RotorS and Agilicious, or ``cableload world``). ``runner`` flies an episode on any backend;
+``world_node`` and ``planner_node`` are the ROS processes; ``session`` is what the command line
+calls.
+
+May import: ``cableload_sim``, ``planners``. Imported by: ``learners``, ``hw``,
+``cableload_sim.cli``.
+"""
 
 from __future__ import annotations
 

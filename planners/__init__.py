@@ -6,6 +6,9 @@ only then. An entry point is a class (built by its ``from_config(config, **optio
 of ``learners.export``, which loads a trained policy (``policy=DIR``, ``runtime="torch"`` or
 ``"onnx"``): the one entry that names the learning code, as a string, so that this package never
 imports it and torch loads only when the student is asked for.
+
+May import: ``cableload_sim``. Imported by: ``backends``, ``learners``, ``hw``,
+``cableload_sim.cli``.
 """
 
 from __future__ import annotations

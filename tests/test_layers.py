@@ -157,3 +157,13 @@ def test_the_rule_fires_on_a_simulator_importing_a_planner_or_a_peer():
 def test_the_graph_holds_lazy_imports():
     """``cableload --help`` imports its commands inside functions: they count all the same."""
     assert "learners.dagger" in GRAPH["cableload_sim.cli.main"]
+
+
+@pytest.mark.parametrize("package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py"))
+def test_every_package_says_what_it_may_import_and_what_imports_it(package):
+    """Each package opens with a docstring naming what it may import and what imports it."""
+    doc = ast.get_docstring(ast.parse(MODULES[package].read_text())) or ""
+    if package == "cableload_sim":  # the layers of the whole package, in a list
+        assert "may import" in doc
+        return
+    assert "May import:" in doc and "Imported by:" in doc, package

@@ -11,6 +11,8 @@ writable by nobody else, since the program built there is run.
     report = check_sdf("multilift.world")
     report.errors          # () when SDFormat accepts the file
     report.summary         # the JSON summary, a dict
+
+May import: ``cableload_sim.errors``. Imported by: the tests of the generated worlds.
 """
 
 from __future__ import annotations

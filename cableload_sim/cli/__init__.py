@@ -1,8 +1,8 @@
 """The ``cableload`` command (``main``), its speed benchmarks (``bench``) and the generated
-reference pages (``reference_docs``).
+reference pages (``reference_docs``). Heavy modules are imported inside each command, so
+``cableload --help`` is instant.
 
-The top layer of the project: it may import everything, and nothing but ``__main__`` imports
-it. Heavy modules are imported inside each command, so ``cableload --help`` is instant.
+The top layer of the project. May import: everything. Imported by: its own ``__main__`` only.
 """
 
 from cableload_sim.cli.main import build_parser, main

@@ -35,6 +35,9 @@ checks of ``cableload_sim.checks``. Unknown keys, wrong types and out-of-range v
 with a ``ConfigError`` naming the key, the value and what was expected. ``load_config()``
 without a path gives the paper's setup (``cableload_sim/configs/paper.toml``). Overrides
 (``--set table.key=value``) change the parsed document before that same validation.
+
+May import: ``cableload_sim.errors``, ``checks``, ``horizon``. Imported by: every other part
+of the project.
 """
 
 from cableload_sim.checks import MAX_CONFIG_BYTES, read_text, read_toml

@@ -21,6 +21,14 @@ Looped references (eights, circle, rounded square, race tracks) are built from t
 ``hover`` holds a pose; ``pose-to-pose`` moves from one pose to another with the same smoothstep.
 Times before 0 behave as t = 0. Use ``make_reference(spec, orientation=..., **options)`` to build
 one by name and ``reference_catalog()`` to list the names and their options.
+
+Modules by family: ``jets`` (derivative jets, the time warp), ``curves`` (closed planar
+curves), ``tracks`` (race-track centerlines), ``attitude`` (height and yaw modes),
+``references`` (the reference types), ``pose`` (pose to pose), ``draws`` (random loops and
+wanderings), ``lift`` (the flight from the ground), ``options`` and ``catalog`` (by name).
+
+May import: ``cableload_sim.errors``, ``checks``, ``rotations``. Imported by: ``physics``,
+``metrics``, ``cli``, the planners, learners and backends.
 """
 
 from cableload_sim.trajectories.attitude import ORIENTATION_MODES, OscillatingYaw

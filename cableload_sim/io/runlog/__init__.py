@@ -54,6 +54,9 @@ Modules, one job each (rosbags splits its reader and writer alike):
 - ``writer``: ``RunLogWriter``, the episode logger, and the checks of an output path;
 - ``scan``: raw messages of a bag, through its index or by scanning its chunks;
 - ``reader``: ``read_run``, every topic resampled at the load's stamps, ``metrics_from_bag``.
+
+May import: ``cableload_sim.errors``, ``checks``, ``rotations``, ``horizon``, ``params``,
+``physics``, ``metrics``. Imported by: ``viz``, ``cli``, the backends and the learners.
 """
 
 from cableload_sim.io.runlog.messages import MessageBuilder, ros_time_ns

@@ -79,6 +79,9 @@ Stages, one module each
 - ``stepping``: ``advance(sys, data, step0, n_steps, wrench, log)`` and ``advance_batch``,
   taking the constant ``layout.SimModel`` and the ``layout.SimData`` it changes in place;
 - ``jit``: how all of them are compiled and cached, and the index helpers from ``layout``.
+
+May import: ``cableload_sim.physics.layout`` (and numba). Imported by: ``simulator`` and
+the ``physics`` modules around it, the command line's benchmarks.
 """
 
 from cableload_sim.physics.kernels.aero import aero_forces, wind_at
