@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cableload_sim import checks
 from cableload_sim.errors import ConfigError, UsageError
+from cableload_sim.horizon import N_NODES
 from learners.distribution import ReferenceDistribution, distribution_from_table
 from learners.network import NetworkConfig
 
@@ -227,8 +228,8 @@ def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
         (
             "training.train_nodes",
             config.training.train_nodes,
-            1 <= config.training.train_nodes <= 21,
-            "between 1 and 21",
+            1 <= config.training.train_nodes <= N_NODES,
+            f"between 1 and {N_NODES}",
         ),
         ("dagger.seed", d.seed, d.seed >= 0, ">= 0"),
         (

@@ -471,7 +471,7 @@ def train_epochs(
     batch_size: int,
     generator: torch.Generator,
     progress=None,
-    nodes: int = 21,
+    nodes: int = N_NODES,
     after_step: Callable[[], None] | None = None,
     weight_s: float = 0.0,
 ) -> float:
