@@ -117,6 +117,11 @@ def estimated_size(
     return float(duration_s) * (sample_rate_hz * per_sample + plan_rate_hz * per_plan)
 
 
+COMPRESSIONS = ("lz4", "bz2", "none")
+"""How the bag's chunks are stored. LZ4 (the default) makes a run about a third of its
+uncompressed size at a few percent of the writing time; every ROS1 bag tool reads it."""
+
+
 class RunLogWriter:
     """Writes an episode to a ROS1 bag as it runs; an ``EpisodeLogger`` for ``run_episode``.
 
@@ -136,7 +141,11 @@ class RunLogWriter:
         overwrite: bool = False,
         flush_period_s: float = 1.0,
         fsync: bool = True,
+        compression: str = "lz4",
     ):
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression: expected one of {list(COMPRESSIONS)}, got {compression!r}")
+        self.compression = compression
         self.path = Path(path)
         self.active_path = active_path(self.path)
         if not flush_period_s > 0.0:
@@ -179,6 +188,8 @@ class RunLogWriter:
         self._store = make_typestore()
         self._msg = MessageBuilder(self._store)
         bag = Writer(self.active_path)
+        if self.compression != "none":
+            bag.set_compression(Writer.CompressionFormat[self.compression.upper()])
         with self._disk():
             bag.open()
         self._bag = bag
