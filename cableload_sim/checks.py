@@ -1,8 +1,8 @@
 """The one family of value checks, the table builder and the bounded file reader.
 
 Every file the project reads as configuration (the system config, the training config, the
-flight file) and every option of a reference is checked here, so a bad value always reads the
-same: the path of the value, what was expected, what was given.
+reference distribution) and every option of a reference is checked here, so a bad value always
+reads the same: the path of the value, what was expected, what was given.
 
 A ``Check`` converts one value or raises the error it was made with (``ConfigError`` unless
 told otherwise) and says in words what it accepts (``Check.expects``), which the generated
