@@ -32,6 +32,7 @@ Two kinds of pilot are handled (``queue``):
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -283,6 +284,26 @@ class AgirosClient:
         published before that is lost) and publishes its state."""
         publishers = (self.pub_trajectory, self.pub_enable, *self.pub_commands.values())
         return self.state is not None and all(p.get_num_connections() > 0 for p in publishers)
+
+    def wait_for_subscribers(self, seconds: float = 3.0) -> bool:
+        """Until the trajectory publisher is connected to every node the master lists as
+        subscribing to it (at most ``seconds``); whether it is. ROS1 connects a subscriber to a
+        new publisher after the master tells it, so a first plan sent before that reaches
+        only some of them: the pilot, say, and not the episode that counts the plans."""
+        rospy = ros1.rospy()
+        topic = self.pub_trajectory.resolved_name
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                _, _, (_, subscribers, _) = rospy.get_master().getSystemState()
+                expected = next((len(nodes) for name, nodes in subscribers if name == topic), 0)
+            except Exception:  # noqa: BLE001 - a master gone is reported by its own check
+                return False
+            if self.pub_trajectory.get_num_connections() >= expected:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
 
     # -- outgoing --------------------------------------------------------------------------
 

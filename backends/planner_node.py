@@ -420,6 +420,8 @@ class PlannerNode:
         now = ros1.rospy().get_time()
         stand_in = _PositionOnly(state_t, positions, self.system.n_uavs)
         for i, plan in plans.items():
+            if self.clients[i].sent == 0:  # the first plan reaches every subscriber
+                self.clients[i].wait_for_subscribers()
             self.clients[i].send(self.guard.check(i, plan, stand_in), now=now)
         self.plan_times.append(time.perf_counter() - start)
         if self._last_sent is not None:

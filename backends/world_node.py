@@ -252,15 +252,19 @@ class WorldNode:
         self.pub_clock = rospy.Publisher("/clock", m.Clock, queue_size=10)
         self.pub_state, self.pub_odometry, self.pub_telemetry = [], [], []
         self._subscribers = []
+        # the states latched: a node that subscribes while the world is paused (for the episode's
+        # first plans) gets the state it must plan from, not silence until the world runs again
         for i, name in enumerate(self.names):
             self.pub_state.append(
-                rospy.Publisher(ros1.STATE_TOPIC.format(quad=name), m.QuadState, queue_size=10)
+                rospy.Publisher(ros1.STATE_TOPIC.format(quad=name), m.QuadState, queue_size=10, latch=True)
             )
             self.pub_odometry.append(
-                rospy.Publisher(ros1.ODOMETRY_TOPIC.format(quad=name), m.Odometry, queue_size=10)
+                rospy.Publisher(ros1.ODOMETRY_TOPIC.format(quad=name), m.Odometry, queue_size=10, latch=True)
             )
             self.pub_telemetry.append(
-                rospy.Publisher(ros1.TELEMETRY_TOPIC.format(quad=name), m.Telemetry, queue_size=10)
+                rospy.Publisher(
+                    ros1.TELEMETRY_TOPIC.format(quad=name), m.Telemetry, queue_size=10, latch=True
+                )
             )
             for topic, cls, kind in (
                 (ros1.TRAJECTORY_TOPIC, m.Reference, "trajectory"),
@@ -275,9 +279,11 @@ class WorldNode:
                         topic.format(quad=name), cls, self._on_command, callback_args=(i, kind), queue_size=50
                     )
                 )
-        self.pub_load_pose = rospy.Publisher(ros1.LOAD_POSE_TOPIC, m.PoseStamped, queue_size=10)
-        self.pub_load_odometry = rospy.Publisher(ros1.LOAD_ODOMETRY_TOPIC, m.Odometry, queue_size=10)
-        self.pub_tension = rospy.Publisher(ros1.TENSION_TOPIC, m.CableTension, queue_size=10)
+        self.pub_load_pose = rospy.Publisher(ros1.LOAD_POSE_TOPIC, m.PoseStamped, queue_size=10, latch=True)
+        self.pub_load_odometry = rospy.Publisher(
+            ros1.LOAD_ODOMETRY_TOPIC, m.Odometry, queue_size=10, latch=True
+        )
+        self.pub_tension = rospy.Publisher(ros1.TENSION_TOPIC, m.CableTension, queue_size=10, latch=True)
         self._messages()
         # raw: only an empty horizon (the episode's end) is read, not the 2.7 s of setpoints
         self._subscribers.append(

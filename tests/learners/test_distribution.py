@@ -151,7 +151,9 @@ def test_sample_preview_on_the_command_line(tmp_path, capsys):
     )
     printed = capsys.readouterr().out.splitlines()
     listing = json.loads((out / "references.json").read_text())
-    assert len(listing) == 3 and json.loads(printed[-1]) == listing
+    shown = json.loads(printed[-1])
+    assert len(listing) == 3 and [{k: v for k, v in d.items() if k != "command"} for d in shown] == listing
+    assert all(d["command"].startswith("cableload simulate --trajectory ") for d in shown)
     assert (out / "references.png").stat().st_size > 10_000
     config.write_text("[dagger]\nrounds = 2\n")
     assert main(["trajectories", "--sample", str(config), "--out", str(out)]) == 2
