@@ -166,6 +166,10 @@ def main(argv=None) -> int:
             sent += 1
             time.sleep(0.002)
     else:
+        if args.when_flying:  # set up before the episode, stamped as the flight runs
+            print("ready", flush=True)
+            rospy.wait_for_message(LOAD_REFERENCE_TOPIC, m.PoseStamped, timeout=120.0)
+            now = rospy.get_time()
         if args.kind == "future-load-pose":
             pub = publisher(rospy, ros1.LOAD_POSE_TOPIC, m.PoseStamped)
             msg = m.PoseStamped(

@@ -66,14 +66,22 @@ def inject(ros_graph, kind: str, *args: str, name: str = "inject") -> str:
     return log
 
 
-def inject_all(ros_graph, *faults: tuple[str, ...]) -> None:
-    """Publish several faults at once (each a process) and wait until all are sent."""
-    procs = [
-        (f"inject{k}", ros_graph.start(f"inject{k}", [*INJECT, *fault])) for k, fault in enumerate(faults)
+def inject_during(ros_graph, faults: list[tuple[str, ...]], start_episode):
+    """Faults sent once an episode flies: each injector connects first and prints ``ready``,
+    then ``start_episode()`` starts the episode (its process is returned), and each sends once
+    the load's reference flows. Injectors started after the episode can miss a short one on a
+    loaded machine."""
+    injectors = [
+        (f"inject{k}", ros_graph.start(f"inject{k}", [*INJECT, *fault, "--when-flying"]))
+        for k, fault in enumerate(faults)
     ]
-    for name, proc in procs:
-        proc.wait(timeout=60)
+    for name, _ in injectors:
+        ros_graph.wait_for(lambda name=name: "ready" in ros_graph.log(name), 60.0, name)
+    driver = start_episode()
+    for name, proc in injectors:
+        proc.wait(timeout=120)
         assert proc.returncode == 0 and "sent" in ros_graph.log(name), ros_graph.log(name)
+    return driver
 
 
 def result_of(ros_graph, proc, name: str = "driver", timeout: float = 120.0) -> dict:
@@ -147,9 +155,11 @@ def test_bad_messages_are_survived_with_the_figures_of_a_clean_run(ros_graph):
     world = ros_graph.cableload("world", "world", "--lockstep")
     clean = fly(ros_graph, "--planner", "formation", "--duration", "8")
     assert clean["status"] == "completed", clean
-    driver = episode(ros_graph, "--planner", "formation", "--duration", "8")
-    wait_flying(ros_graph)
-    inject_all(ros_graph, ("empty-trajectory",), ("future-state",), ("empty-horizon",))
+    driver = inject_during(
+        ros_graph,
+        [("empty-trajectory",), ("future-state",), ("empty-horizon",)],
+        lambda: episode(ros_graph, "--planner", "formation", "--duration", "8"),
+    )
     live = result_of(ros_graph, driver)
     assert live["status"] == "completed", (live, ros_graph.log("world"))
     same_figures(live, clean, rel=0.05)
@@ -249,9 +259,11 @@ def test_student_nodes_under_faults(ros_graph):
     clean = fly(ros_graph, "--planner", "nodes", "--duration", "6")
     assert clean["status"] == "completed", (clean, ros_graph.log("node0"))
 
-    driver = episode(ros_graph, "--planner", "nodes", "--duration", "6")
-    wait_flying(ros_graph)
-    inject_all(ros_graph, ("future-load-pose",), ("empty-horizon",), ("empty-trajectory", "--quad", "quad3"))
+    driver = inject_during(
+        ros_graph,
+        [("future-load-pose",), ("empty-horizon",), ("empty-trajectory", "--quad", "quad3")],
+        lambda: episode(ros_graph, "--planner", "nodes", "--duration", "6"),
+    )
     live = result_of(ros_graph, driver)
     assert live["status"] == "completed", (live, ros_graph.log("node0"))
     assert clean["rejected_plans"] == 0 and live["rejected_plans"] == 1, (clean, live)
