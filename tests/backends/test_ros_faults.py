@@ -305,14 +305,13 @@ def test_fuzzing_the_worlds_topics(ros_graph):
     assert clean["status"] == "completed", clean
     outcomes = {}
     for k, topic in enumerate(FUZZED):
-        # the fuzzer connects first and sends once the episode flies: a 6 s episode at full
-        # speed can be over before a fuzzer started after it has set up on a loaded machine
-        fuzz = f"fuzz-{topic}"
-        fuzzer = ros_graph.start(fuzz, [*INJECT, fuzz, "--count", "300", "--seed", str(k), "--when-flying"])
-        ros_graph.wait_for(lambda fuzz=fuzz: "ready" in ros_graph.log(fuzz), 60.0, f"the {topic} fuzzer")
-        driver = episode(ros_graph, "--planner", "formation", "--duration", "6", name=f"driver-{topic}")
-        fuzzer.wait(timeout=180)
-        assert fuzzer.returncode == 0 and "sent" in ros_graph.log(fuzz), ros_graph.log(fuzz)
+        driver = inject_during(
+            ros_graph,
+            [(f"fuzz-{topic}", "--count", "300", "--seed", str(k))],
+            lambda topic=topic: episode(
+                ros_graph, "--planner", "formation", "--duration", "6", name=f"driver-{topic}"
+            ),
+        )
         result = result_of(ros_graph, driver, name=f"driver-{topic}")
         outcomes[topic] = result["status"]
         if result["status"] == "completed":
