@@ -5,6 +5,11 @@ handed to the controller at its arrival time, the physics stepped up to that ste
 further first (the controller takes it at its next update, never before it arrived). With
 ``config.sensing`` on, the poses are captured at the motion-capture rate inside the stepping
 and ``observe`` gives the filters' estimate; the samples (logs, metrics) stay the true state.
+
+The safety module's actions (``command``) reach the controllers at once, as a pilot's commands
+would: ``hover`` holds each quadrotor where it is, ``land`` descends it at the pilot's landing
+speed. The simulator does not model motors switched off: ``off`` holds the quadrotor too (the
+episode ends there all the same).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import math
 import numpy as np
 
 from backends.base import BackendHealth, Scenario
+from backends.pilot import descent, hold
 from cableload_sim.errors import UsageError
 from cableload_sim.horizon import N_NODES
 from cableload_sim.params import Config
@@ -53,6 +59,8 @@ class EmbeddedBackend:
         self.links = make_links(config.link, self.sim.n, 0)
         self.in_flight = InFlight()
         self.sensors: Sensors | None = None
+        self._delivered = np.zeros(self.sim.n)
+        """When a plan last reached each quadrotor's controller (s)."""
 
     @property
     def time(self) -> float:
@@ -67,6 +75,7 @@ class EmbeddedBackend:
         self._disturbance = scenario.disturbance.episode(rng) if scenario.disturbance is not None else None
         self.links = make_links(self.config.link, self.sim.n, scenario.seed)
         self.in_flight.clear()
+        self._delivered[:] = self.time
         self.sensors = None
         if self.config.sensing.enabled:
             self.sensors = Sensors.for_episode(self.config.sensing, self.system, scenario.seed)
@@ -94,6 +103,7 @@ class EmbeddedBackend:
             raise IndexError(f"uav index {uav} out of range for {self.sim.n} quadrotors")
         if not self.config.link.enabled:
             self.sim.send_plan(uav, trajectory)
+            self._delivered[uav] = self.time
             return
         if trajectory.n_nodes != N_NODES:  # refused when sent, as without the link
             raise ValueError(f"plan for uav {uav}: expected {N_NODES} nodes, got {trajectory.n_nodes}")
@@ -139,6 +149,33 @@ class EmbeddedBackend:
         now = (self.sim.step + ARRIVAL_TOLERANCE_STEPS) * self.sim.h
         for uav, trajectory in self.in_flight.due(now):
             self.sim.send_plan(uav, trajectory)
+            self._delivered[uav] = self.time
+
+    def command(self, uav: int, action: str) -> None:
+        """A pilot's command from the safety module: ``hover``, ``land`` or ``off`` (held
+        here: motors off are not modelled)."""
+        if action not in ("hover", "land", "off"):
+            raise ValueError(f"command: expected hover, land or off, got {action!r}")
+        position = self.sim.world_state().uav_p[uav]
+        if action == "land":
+            self.sim.send_plan(uav, descent(self.time, self.time, position, drop=max(position[2], 0.0)))
+        else:
+            self.sim.send_plan(uav, hold(self.time, position))
+
+    def safety_inputs(self) -> dict:
+        """What the safety module judges besides the state: how long since a plan reached each
+        quadrotor (the link's losses and delays) and, with ``[battery]``, the voltages."""
+        inputs: dict = {"plan_age": self.time - self._delivered}
+        if self.config.battery.enabled:
+            x = self.sim.x
+            ball = int(self.config.ball.enabled)
+            inputs["voltage"] = np.array(
+                [
+                    x[layout.battery_offset(self.sim.n, ball, i) + layout.BATT_VOLTAGE]
+                    for i in range(self.sim.n)
+                ]
+            )
+        return inputs
 
     def _next_arrival_step(self) -> int | float:
         arrival = self.in_flight.next_arrival()

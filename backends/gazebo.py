@@ -856,6 +856,16 @@ class GazeboBackend:
         if self._failure is None:
             self.clients[uav].send(trajectory, self.t0, now=self.clock)
 
+    PILOT_COMMANDS = {"hover": "force_hover", "land": "land", "off": "off"}
+    """The safety module's actions as the pilot's commands."""
+
+    def command(self, uav: int, action: str) -> None:
+        """A safety action for quadrotor ``uav`` (``hover``, ``land``, ``off``): the pilot's
+        ``force_hover``, ``land`` or ``off``, sent at once."""
+        if action not in self.PILOT_COMMANDS:
+            raise ValueError(f"command: expected one of {sorted(self.PILOT_COMMANDS)}, got {action!r}")
+        self.clients[uav].command(self.PILOT_COMMANDS[action])
+
     def publish_reference(
         self, reference, t: float, horizon_s: float = 2.5, lead_s: float = 0.2, step_s: float = 0.02
     ) -> None:

@@ -80,6 +80,16 @@ class FanOutLogger:
         for log in self.loggers:
             log.samples(*args)
 
+    def safety(self, event: dict) -> None:
+        for log in self.loggers:
+            if hasattr(log, "safety"):
+                log.safety(event)
+
+    def operator(self, action: dict) -> None:
+        for log in self.loggers:
+            if hasattr(log, "operator"):
+                log.operator(action)
+
     def finish(self, *args) -> None:
         for log in self.loggers:
             log.finish(*args)

@@ -31,7 +31,8 @@ from cableload_sim.io.resources import available_memory, gigabytes
 from cableload_sim.metrics import EpisodeMetrics, uav_distances
 from cableload_sim.params import SimulationParams
 from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
-from planners.base import PlanGuard
+from hw.safety import Action, SafetyDecision, SafetyModule
+from planners.base import PlanGuard, hover_plan
 
 
 class EpisodeStatus(str, enum.Enum):
@@ -51,6 +52,7 @@ class EpisodeStatus(str, enum.Enum):
     PLANS_REJECTED = "plans_rejected"  # a pilot refused the planner's references
     UAV_OFF = "uav_off"  # a quadrotor was switched off or disarmed outside the episode
     PILOT_OVERRIDE = "pilot_override"  # a pilot commanded or fed references by another node
+    SAFETY_STOP = "safety_stop"  # a rule of the safety module stopped the flight
 
 
 @dataclass
@@ -106,6 +108,7 @@ def run_episode(
     progress: bool = False,
     on_period: Callable[[WorldState, list[UavTrajectory]], None] | None = None,
     logger: EpisodeLogger | None = None,
+    safety: SafetyModule | None | bool = True,
 ) -> EpisodeResult:
     """Fly ``planner`` on ``backend`` along ``reference`` for ``duration`` seconds.
 
@@ -115,6 +118,11 @@ def run_episode(
     as they happen, so a run killed midway leaves what it had written. ``keep_samples`` keeps
     the whole time series in the result (memory grows with the duration: refused when it would
     not fit); ``record_plans`` keeps every plan sent.
+
+    Every plan passes ``safety`` (``hw.safety.SafetyModule``; True: one with the default
+    limits, False: none) after the planner's guard: when a rule fires no plan is sent, each
+    quadrotor gets the rule's action (``backend.command``), the backend runs one more period
+    (the reaction is recorded) and the episode ends ``safety_stop``.
     """
     period = backend.planner_period_s
     duration = checks.duration.raising(UsageError)("duration", duration)
@@ -126,6 +134,11 @@ def run_episode(
     n_periods = int(np.ceil(duration / period - 1e-9))
     guard = PlanGuard()
     guard.bounds.check_reference(reference, backend.system, duration)
+    if safety is True:
+        safety = SafetyModule()
+    safety = safety or None
+    if safety is not None:
+        safety.reset()
     planner.reset()
     try:
         state = backend.reset(scenario)
@@ -149,7 +162,9 @@ def run_episode(
         bar = tqdm(total=n_periods, desc=f"{planner.name}", unit="plan", leave=False)
     log_observed = getattr(logger, "observed", None)
     log_onboard = getattr(logger, "onboard_estimate", None)
+    log_safety = getattr(logger, "safety", None)
     onboard_of = getattr(backend, "onboard_estimate", None)
+    safety_inputs = getattr(backend, "safety_inputs", None)
     for k in range(n_periods):
         replaced_before = guard.replaced
         if log_observed is not None:
@@ -159,13 +174,23 @@ def run_episode(
             if estimate is not None:
                 log_onboard(state.t, *estimate)
         trajectories = [guard.check(i, traj, state) for i, traj in enumerate(planner.plan(state, reference))]
-        for i, traj in enumerate(trajectories):
-            backend.send(i, traj)
-        if record_plans:
+        decision = None
+        if safety is not None:
+            decision = safety.check(state, trajectories, safety_inputs() if safety_inputs else None)
+        if decision is None or not decision.intervened:
+            for i, traj in enumerate(trajectories):
+                backend.send(i, traj)
+        else:
+            act(backend, decision, state)
+            if log_safety is not None:
+                for event in decision.events:
+                    log_safety(event.as_dict())
+        sent = decision is None or not decision.intervened
+        if record_plans and sent:
             plans.append(PlanRecord(state.t, trajectories))
         if on_period is not None:
             on_period(state, trajectories)
-        if logger is not None:
+        if logger is not None and sent:
             logger.plans(state.t, trajectories)
         samples = backend.advance()
         ref_now = reference.sample(samples.t) if len(samples) else None
@@ -181,6 +206,11 @@ def run_episode(
         if bar is not None:
             bar.update(1)
         status, message = _check(samples, ref_now, backend, planner, collision_distance, divergence_distance)
+        if decision is not None and decision.intervened:
+            first = decision.events[0]
+            status = EpisodeStatus.SAFETY_STOP
+            message = f"safety rule {first.rule}: {first.reason} -> {first.action.label}"
+            break
         if status is EpisodeStatus.COMPLETED and failing.update(guard.replaced - replaced_before):
             status = EpisodeStatus.PLANNER_FAILED
             message = f"every plan replaced for {failing.seconds:.1f} s (first: {guard.reasons[0]})"
@@ -199,6 +229,8 @@ def run_episode(
     metrics.update({k: v for k, v in health.extra.items() if k.startswith("link_")})
     metrics.update(health.metrics)
     metrics.update({k: v for k, v in planner.report().items() if np.isscalar(v)})
+    if safety is not None:
+        metrics.update(safety.report())
     if logger is not None:
         logger.finish(status.value, metrics)
     samples_all = ref_p = ref_q = None
@@ -216,6 +248,20 @@ def run_episode(
         plans,
         message or "; ".join(guard.reasons[:3]),
     )
+
+
+def act(backend, decision: SafetyDecision, state: WorldState) -> None:
+    """Carry out the safety module's actions: ``backend.command(uav, action)`` where the backend
+    has pilot commands (``hover``, ``land``, ``off``); else a hover hold at each quadrotor's
+    position is sent instead of its plan."""
+    command = getattr(backend, "command", None)
+    for i, action in enumerate(decision.actions):
+        if action is Action.NONE:
+            continue
+        if command is not None:
+            command(i, action.label)
+        else:
+            backend.send(i, hover_plan(state.t, state.uav_p[i]))
 
 
 def starts_on_ground(reference) -> bool:

@@ -26,6 +26,7 @@ from cableload_sim.io.resources import free_disk, gigabytes
 from cableload_sim.metrics import plan_derivative_mae
 from cableload_sim.params import Config, load_config
 from cableload_sim.physics.disturbances import WrenchDisturbance
+from hw.safety import SafetyLimits, SafetyModule
 from planners import check_planner_name, make_planner
 
 NODES = "nodes"
@@ -49,6 +50,8 @@ class Flight:
     """Keyword arguments of the backend besides the config (e.g. ``pilot_queue``)."""
     progress: bool = False
     """A progress bar on the terminal."""
+    safety: SafetyLimits | None = field(default_factory=SafetyLimits)
+    """The safety module's limits (``hw.safety``); None flies without the module."""
 
     def __post_init__(self):
         checks.duration.raising(UsageError)("duration", self.duration)
@@ -192,6 +195,7 @@ def fly(
                 progress=flight.progress,
                 on_period=mae,
                 logger=logger,
+                safety=SafetyModule(flight.safety) if flight.safety is not None else False,
             )
 
         ros_topics = None

@@ -31,6 +31,7 @@ LAYERS = {
     "cableload_sim.io": 4,
     "cableload_sim.viz": 5,
     "planners": 6,
+    "hw.safety": 6.5,
     "backends": 7,
     "learners": 8,
     "hw": 9,

@@ -20,6 +20,16 @@ from cableload_sim.errors import CableloadError, UsageError
 # BLAS threads only contend with the simulator on a small machine; linear algebra here is tiny.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+NOT_TABULATED = ("planner", "trajectory", "message", "safety_events")
+"""Result keys printed below the table instead of in it."""
+
+
+def describe_safety_event(event: dict) -> str:
+    """One line for a safety intervention (``hw.safety.Intervention.as_dict``)."""
+    who = "every quadrotor" if event["uav"] is None else f"quadrotor {event['uav']}"
+    return f"t={event['t']:.2f} s {event['rule']} -> {event['action']} ({who}): {event['reason']}"
+
+
 SIM_KEYS = (
     "rmse_position_m",
     "rmse_orientation_deg",
@@ -268,6 +278,11 @@ def _flight(args, config, reference):
             "the ground on the embedded backend"
         )
     options = {"pilot_queue": args.pilot_queue} if backend == "gazebo" else {}
+    safety = None
+    if not getattr(args, "no_safety", False):
+        from hw.safety import SafetyLimits
+
+        safety = SafetyLimits(min_distance_m=config.simulation.collision_distance_m)
     return Flight(
         config,
         reference,
@@ -277,6 +292,7 @@ def _flight(args, config, reference):
         backend=backend,
         backend_options=options,
         progress=not args.json and sys.stderr.isatty(),
+        safety=safety,
     )
 
 
@@ -313,12 +329,14 @@ def cmd_simulate(args) -> int:
     else:
         keys = list(SIM_KEYS)
         for metrics in results:
-            keys += [k for k in metrics if k not in keys and k not in ("planner", "trajectory", "message")]
+            keys += [k for k in metrics if k not in keys and k not in NOT_TABULATED]
         print(f"{results[0]['trajectory']} ({args.orientation}), {args.duration:g} s")
         print_table([(m["planner"], m) for m in results], keys)
         for metrics in results:
             if "message" in metrics:
                 print(f"note ({metrics['planner']}): {metrics['message']}")
+            for event in metrics.get("safety_events", []):
+                print(f"safety ({metrics['planner']}): {describe_safety_event(event)}")
         for name, log in zip(names, logs):
             if log is not None:
                 print(f"run log ({name}): {log}")
@@ -852,6 +870,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FORCE,TORQUE",
         help="random wrench on the load: largest force (N) and torque (N m)",
+    )
+    p.add_argument(
+        "--no-safety",
+        action="store_true",
+        help="fly without the safety module (hw/safety.py; on by default, with its "
+        "default limits: it stops the run, status safety_stop, when a rule fires)",
     )
     _add_reference(p)
     _add_force(p)

@@ -91,7 +91,12 @@ def test_diverging_run_ends_with_a_named_status(paper_config):
 
     backend = make_backend("embedded", paper_config)
     reference = make_reference("hover")
-    result = run_episode(backend, Crowd(), reference, 20.0)
+    result = run_episode(backend, Crowd(), reference, 20.0, safety=False)
     assert result.status is EpisodeStatus.UAVS_TOO_CLOSE
     assert result.metrics["sim_time_s"] < 20.0
     assert "apart" in result.message
+    # with the safety module the plans are never sent: it sees them converge and holds
+    guarded = run_episode(backend, Crowd(), reference, 20.0)
+    assert guarded.status is EpisodeStatus.SAFETY_STOP
+    assert guarded.metrics["safety_events"][0]["rule"] == "predicted_separation"
+    assert guarded.metrics["min_uav_distance_m"] > 1.0

@@ -17,7 +17,11 @@ both, plus a few topics of the simulator's own:
   the quadrotor's onboard estimate its controller flies on, as of its last update (angular
   velocity not estimated: zero);
 - ``/cableload/config``: ``std_msgs/String`` (JSON, latched), once at the start;
-- ``/cableload/metrics``: ``std_msgs/String`` (JSON, latched), once at the end.
+- ``/cableload/metrics``: ``std_msgs/String`` (JSON, latched), once at the end;
+- ``/cableload/safety``: ``std_msgs/String`` (JSON), every intervention of the safety module
+  (``t``, ``rule``, ``action``, ``uav``, ``reason``);
+- ``/cableload/operator``: ``std_msgs/String`` (JSON), every action of the operator's station
+  in a flight (``t``, ``action``, ``source``, ``detail``).
 
 Quadrotors are named ``quad1`` .. ``quadN`` unless given names. Header stamps and record times
 are the simulation time (s since the episode's start, as ROS time). Frames and units:
@@ -82,9 +86,11 @@ from cableload_sim.io.runlog.topics import (
     OBSERVED_ODOMETRY_TOPIC,
     ODOMETRY,
     ODOMETRY_TOPIC,
+    OPERATOR_TOPIC,
     POSE_STAMPED,
     QUAD_STATE,
     REFERENCE,
+    SAFETY_TOPIC,
     STATE_TOPIC,
     STRING,
     TENSION_TOPIC,
@@ -123,6 +129,8 @@ __all__ = [
     "RawMessage",
     "RunLog",
     "RunLogWriter",
+    "SAFETY_TOPIC",
+    "OPERATOR_TOPIC",
     "STATE_TOPIC",
     "STRING",
     "TENSION_TOPIC",

@@ -7,6 +7,7 @@ differences or None where a topic is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import warnings
@@ -29,6 +30,8 @@ from cableload_sim.io.runlog.topics import (
     OBSERVED_ODOMETRY_TOPIC,
     ODOMETRY_TOPIC,
     ONBOARD_ESTIMATE_TOPIC,
+    OPERATOR_TOPIC,
+    SAFETY_TOPIC,
     STATE_TOPIC,
     TENSION_TOPIC,
     TRAJECTORY_TOPIC,
@@ -149,6 +152,11 @@ class RunLog:
     (rotor speeds and tensions NaN); None if not recorded."""
     onboard: OnboardEstimates | None = None
     """The quadrotors' onboard estimates at the plan times (``[imu]``); None if not recorded."""
+    safety_events: list[dict] = dataclasses.field(default_factory=list)
+    """Every intervention of the safety module, in order (``t``, ``rule``, ``action``, ``uav``,
+    ``reason``)."""
+    operator_actions: list[dict] = dataclasses.field(default_factory=list)
+    """Every action of the operator's station, in order."""
 
     @property
     def status(self) -> str | None:
@@ -224,6 +232,8 @@ def read_run(path) -> RunLog:
         origin,
         _observed(by_topic, quad_names, origin),
         _onboard(by_topic, quad_names, origin),
+        _json_records(by_topic.get(SAFETY_TOPIC)),
+        _json_records(by_topic.get(OPERATOR_TOPIC)),
     )
 
 
@@ -284,6 +294,20 @@ def system_from_dict(data: dict) -> SystemParams:
         gravity=data["gravity"],
         formation=FormationParams(**data.get("formation", {})),
     )
+
+
+def _json_records(entries) -> list[dict]:
+    """Every JSON object on a String topic, in order (unreadable ones skipped with a warning)."""
+    records = []
+    for _, message in entries or ():
+        try:
+            value = json.loads(message.data)
+        except json.JSONDecodeError as err:
+            warnings.warn(f"run log JSON unreadable: {err}", stacklevel=3)
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return records
 
 
 def _last_json(entries) -> dict:

@@ -24,6 +24,8 @@ OBSERVED_ODOMETRY_TOPIC = "/cableload/observed/{quad}/odometry"
 ONBOARD_ESTIMATE_TOPIC = "/cableload/onboard/{quad}/odometry"
 CONFIG_TOPIC = "/cableload/config"
 METRICS_TOPIC = "/cableload/metrics"
+SAFETY_TOPIC = "/cableload/safety"
+OPERATOR_TOPIC = "/cableload/operator"
 
 QUAD_STATE = "agiros_msgs/msg/QuadState"
 REFERENCE = "agiros_msgs/msg/Reference"

@@ -34,9 +34,11 @@ from cableload_sim.io.runlog.topics import (
     ODOMETRY,
     ODOMETRY_TOPIC,
     ONBOARD_ESTIMATE_TOPIC,
+    OPERATOR_TOPIC,
     POSE_STAMPED,
     QUAD_STATE,
     REFERENCE,
+    SAFETY_TOPIC,
     STATE_TOPIC,
     STRING,
     TENSION_TOPIC,
@@ -210,6 +212,8 @@ class RunLogWriter:
             self._add(TENSION_TOPIC, CABLE_TENSION)
             self._add(CONFIG_TOPIC, STRING, latching=1)
             self._add(METRICS_TOPIC, STRING, latching=1)
+            self._add(SAFETY_TOPIC, STRING)
+            self._add(OPERATOR_TOPIC, STRING)
             info = {
                 "format": FORMAT,
                 "version": VERSION,
@@ -338,6 +342,22 @@ class RunLogWriter:
                 self._flush()
                 periods = math.floor(self._last_t / self.flush_period_s + 1e-9) + 1
                 self._next_flush = periods * self.flush_period_s
+
+    def safety(self, event: dict) -> None:
+        """One intervention of the safety module (``Intervention.as_dict``), stamped at its
+        time; flushed at once (it matters most after a crash)."""
+        self._event(SAFETY_TOPIC, event)
+
+    def operator(self, action: dict) -> None:
+        """One action of the operator's station (``t``, ``action``, ``source``, ...)."""
+        self._event(OPERATOR_TOPIC, action)
+
+    def _event(self, topic: str, record: dict) -> None:
+        self._check_open()
+        t = float(record.get("t", self._last_t))
+        with self._disk():
+            self._write(topic, ros_time_ns(max(t, 0.0)), self._msg.String(to_json(record)))
+            self._flush()
 
     def finish(self, status: str, metrics: dict) -> None:
         """Write the metrics (with ``status``) and close the bag."""
