@@ -122,7 +122,24 @@ def build_planner(flight: Flight, name: str, options: dict | None = None, backen
         from backends.planner_node import NodePlanners
 
         return NodePlanners(backend, **(options or {}))
-    return make_planner(name, flight.config, **(options or {}))
+    planner = make_planner(name, flight.config, **(options or {}))
+    return with_lift(planner, flight)
+
+
+LIFT_PLANNER = "formation-tilt"
+"""Flies the take-off, lift, set-down and landing of a flight from the ground for the planners
+that do not know them (``planners.handover``)."""
+
+
+def with_lift(planner, flight: Flight):
+    """``planner``, wrapped in a ``HandOver`` from the lift planner when ``flight`` starts on
+    the ground and ``planner`` does not fly the lift itself (the teacher, the student)."""
+    from planners.formation import FormationPlanner
+    from planners.handover import HandOver, from_ground
+
+    if not from_ground(flight.reference) or isinstance(planner, FormationPlanner):
+        return planner
+    return HandOver(planner, make_planner(LIFT_PLANNER, flight.config), flight.config.system)
 
 
 class _DerivativeMae:

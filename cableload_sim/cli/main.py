@@ -862,7 +862,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start with the load and the quadrotors resting on the ground, cables "
         "slack: take off, lift the load, fly one lap of the path, set it down "
-        "and land (cableload_sim/trajectories/lift.py; formation planners)",
+        "and land (cableload_sim/trajectories/lift.py; the teacher and the student "
+        "fly the path, formation-tilt the lift around it: planners/handover.py)",
     )
     p.add_argument(
         "--disturbance",

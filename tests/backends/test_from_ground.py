@@ -46,3 +46,30 @@ def test_formation_lifts_flies_and_sets_down_the_load(tilt):
     np.testing.assert_allclose(s.uav_p[-1], s.uav_p[0], atol=0.05)
     assert np.all(backend.sim.ctrl[:, layout.CS_LANDED] == 1.0)
     assert result.metrics["min_uav_distance_m"] >= config.simulation.collision_distance_m
+
+
+@pytest.mark.parametrize("name", ["teacher", "student"])
+def test_the_teacher_and_the_student_fly_from_the_ground_through_the_hand_over(name, paper_config):
+    """The lift planner takes off and lifts; the planner flies the path once the load hangs
+    free; the lift planner sets it down and lands."""
+    from backends.session import Flight, build_planner
+
+    config = paper_config
+    reference = from_ground(make_reference("eight-medium"))
+    planner = build_planner(Flight(config, reference, reference.period_s), name)
+    assert planner.name == name and type(planner).__name__ == "HandOver"
+    backend = EmbeddedBackend(config)
+    result = run_episode(backend, planner, reference, reference.period_s + 0.5, keep_samples=True)
+    assert result.status.value == "completed", result.message
+    report = result.planner_report
+    assert reference.t_path <= report["handover_at_s"] < reference.t_path + 0.5
+    assert report["handback_at_s"] == pytest.approx(reference.t_descent, abs=0.11)
+    s = result.samples
+    air = reference.airborne(s.t)
+    assert s.load_p[air, 2].max() > 0.95
+    # the path flown by the chosen planner as well as in the air from hover
+    assert result.metrics["rmse_position_m"] < 0.02
+    # set down and landed where they took off
+    assert np.abs(s.load_v[-1]).max() < 1e-3
+    np.testing.assert_allclose(s.uav_p[-1], s.uav_p[0], atol=0.05)
+    assert np.all(backend.sim.ctrl[:, layout.CS_LANDED] == 1.0)
