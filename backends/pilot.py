@@ -3,14 +3,25 @@
 Per quadrotor, a state machine and a reference queue:
 
 - ``off``: motors off. ``enable`` (``std_msgs/Bool`` true) arms: ``enabled``.
-- ``start`` (armed): take off and ``hover`` at the current position.
+- ``start`` (armed): from the ground (below ``TAKEOFF_THRESHOLD_M``) climb ``takeoff_height_m``
+  at ``START_LAND_SPEED`` along a rest-to-rest minimum-snap piece, then ``hover``; above it, a
+  hand-held start: ``hover`` where it is.
 - ``hover``: holds its position; a queued reference whose start time has come makes it
   ``tracking``.
 - ``tracking``: flies the queued references in order; when the queue runs out it holds the last
   reference's final position (``hover``).
-- ``land``: descends at ``LAND_SPEED`` until the quadrotor has come down ``land_drop_m``, then
-  ``off``. ``force_hover``: drops the queue and hovers where it is. ``off`` and ``enable``
-  false disarm from any state.
+- ``land``: accepted from ``hover`` only; from ``tracking`` the pilot forces a hover and refuses
+  the land (send it again once hovering). It descends at ``LAND_SPEED`` until the quadrotor
+  has come down ``land_drop_m`` (or reached the ground), then ``off`` (the real pilot idles
+  armed on the ground until its operator sends ``off``; the world does that for it).
+  ``force_hover``: drops the queue and hovers where it is. ``off`` and ``enable`` false disarm
+  from any state and drop every reference.
+
+The numbers are the Agilicious pilot's defaults (``pilot.yaml``: ``takeoff_height`` 1.0 m,
+``takeoff_threshold`` 0.5 m, ``start_land_speed`` 0.6 m/s). One difference stays: the real
+pilot re-times a received trajectory to the time it arrives (its first point flown at once),
+where this model keeps the message's times; the clients send pieces that start at the queue's
+end, which the real pilot then flies a link latency late.
 
 Queueing rule of the stock pilot (``queue="stock"``): a reference is appended only when it
 starts at or after the end of the last queued one, otherwise it is rejected; expired references
@@ -29,8 +40,12 @@ import numpy as np
 from cableload_sim.horizon import node_times
 from cableload_sim.physics.world import UavTrajectory
 
-LAND_SPEED = 0.5
-"""Descent speed while landing (m/s)."""
+LAND_SPEED = 0.6
+"""Descent speed while landing, and climb speed of a take-off (m/s; ``start_land_speed``)."""
+TAKEOFF_HEIGHT_M = 1.0
+"""How far a take-off from the ground climbs (m; ``takeoff_height``)."""
+TAKEOFF_THRESHOLD_M = 0.5
+"""Below this height a ``start`` takes off; above it the pilot hovers where it is (m)."""
 TIME_TOLERANCE = 1e-6
 """Two reference times closer than this (s) count as equal (float64 times through ROS)."""
 QUEUE_MODES = ("stock", "replace")
@@ -168,6 +183,27 @@ def hold(t: float, position) -> UavTrajectory:
     )
 
 
+def climb(t0: float, start, height: float, step_s: float = 0.02) -> dict:
+    """A take-off: ``height`` m straight up from ``start`` from ``t0``, rest to rest at
+    ``LAND_SPEED`` on average, as reference points (the septic smoothstep: minimum snap)."""
+    duration = max(height / LAND_SPEED, 2 * step_s)
+    t = np.linspace(0.0, duration, max(3, int(np.ceil(duration / step_s)) + 1))
+    s = t / duration
+    shape = (
+        35 * s**4 - 84 * s**5 + 70 * s**6 - 20 * s**7,
+        (140 * s**3 - 420 * s**4 + 420 * s**5 - 140 * s**6),
+    )
+    d3 = 420 * s**2 - 1680 * s**3 + 2100 * s**4 - 840 * s**5
+    d4 = 840 * s - 5040 * s**2 + 8400 * s**3 - 4200 * s**4
+    points = {name: np.zeros((t.size, 3)) for name in REFERENCE_FIELDS[1:]}
+    points["p"][:] = np.asarray(start, float)
+    points["p"][:, 2] += height * shape[0]
+    points["v"][:, 2] = height * shape[1] / duration
+    points["a"][:, 2] = height * d3 / duration**2
+    points["j"][:, 2] = height * d4 / duration**3
+    return {"t": t0 + t, **points}
+
+
 def descent(t: float, start_time: float, start, drop: float) -> UavTrajectory:
     """Straight down from ``start`` at ``LAND_SPEED`` (from ``start_time``), ``drop`` m at most."""
     times = node_times(t)
@@ -183,10 +219,19 @@ def descent(t: float, start_time: float, start, drop: float) -> UavTrajectory:
 class Pilot:
     """One quadrotor's pilot: state machine, queue, and the plan it gives the controller."""
 
-    def __init__(self, name: str, queue: str = "stock", land_drop_m: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        queue: str = "stock",
+        land_drop_m: float = 1.0,
+        takeoff_height_m: float = TAKEOFF_HEIGHT_M,
+    ):
         self.name = name
         self.queue = ReferenceQueue(queue)
         self.land_drop_m = land_drop_m
+        self.takeoff_height_m = takeoff_height_m
+        self.ground_z = 0.0
+        """Height of the floor (m): a take-off starts below ``TAKEOFF_THRESHOLD_M`` above it."""
         self.state = PilotState.OFF
         self.hover_position = np.zeros(3)
         self._land_start: tuple[float, np.ndarray] | None = None
@@ -211,13 +256,20 @@ class Pilot:
         elif self.state is PilotState.OFF:
             self.state = PilotState.ENABLED
 
-    def start(self, position) -> bool:
-        """Take off (here: hover where the quadrotor is); only when armed and on the ground."""
+    def start(self, position, t: float = 0.0) -> bool:
+        """Take off at time ``t`` (s): climb from the ground, or hover in place when already
+        above ``TAKEOFF_THRESHOLD_M``; only when armed and not flying."""
         if self.state is not PilotState.ENABLED:
             return False
-        self.hover_position = np.asarray(position, float).copy()
+        position = np.asarray(position, float).copy()
+        self.hover_position = position
         self.state = PilotState.HOVER
         self.landed = False
+        if position[2] - self.ground_z < TAKEOFF_THRESHOLD_M:
+            up = climb(t, position, self.takeoff_height_m)
+            self.queue.clear()
+            self.queue.references.append(up)
+            self.hover_position = up["p"][-1].copy()
         return True
 
     def force_hover(self, position) -> None:
@@ -226,11 +278,17 @@ class Pilot:
             self.hover_position = np.asarray(position, float).copy()
             self.state = PilotState.HOVER
 
-    def land(self, t: float, position) -> None:
-        if self.flying:
-            self.queue.clear()
-            self._land_start = (t, np.asarray(position, float).copy())
-            self.state = PilotState.LANDING
+    def land(self, t: float, position) -> bool:
+        """Land from hover; from tracking, force a hover instead and refuse (False)."""
+        if self.state is PilotState.TRACKING:
+            self.force_hover(position)
+            return False
+        if self.state is not PilotState.HOVER:
+            return False
+        self.queue.clear()
+        self._land_start = (t, np.asarray(position, float).copy())
+        self.state = PilotState.LANDING
+        return True
 
     def off(self) -> None:
         self.queue.clear()
@@ -247,11 +305,12 @@ class Pilot:
         """The controller's plan at time ``t`` (None: motors off)."""
         if self.state is PilotState.LANDING:
             start_time, start = self._land_start
-            if LAND_SPEED * (t - start_time) >= self.land_drop_m:
+            drop = min(self.land_drop_m, max(start[2] - self.ground_z, 0.0))
+            if LAND_SPEED * (t - start_time) >= drop:
                 self.off()
                 self.landed = True
                 return None
-            return descent(t, start_time, start, self.land_drop_m)
+            return descent(t, start_time, start, drop)
         if self.state in (PilotState.HOVER, PilotState.TRACKING):
             self.queue.drop_expired(t)
             if self.queue.start is not None and self.queue.start <= t + TIME_TOLERANCE:

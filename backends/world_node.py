@@ -601,7 +601,7 @@ class WorldNode:
         elif kind == "enable":
             pilot.enable(payload)
         elif kind == "start":
-            pilot.start(position)
+            pilot.start(position, now)
         elif kind == "land":
             pilot.land(now, position)
         elif kind == "off":

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from backends.agiros import StockQueue, plan_piece
-from backends.pilot import Pilot, PilotState, ReferenceQueue, reference_problem, sample_nodes
+from backends.pilot import (
+    LAND_SPEED,
+    TAKEOFF_THRESHOLD_M,
+    Pilot,
+    PilotState,
+    ReferenceQueue,
+    reference_problem,
+    sample_nodes,
+)
 from cableload_sim.horizon import node_times
 from cableload_sim.physics.world import UavTrajectory
 
@@ -97,18 +105,60 @@ def test_state_machine_arm_start_track_hover_land_off():
     assert pilot.state is PilotState.TRACKING and plan.p[0, 0] == pytest.approx(5.5)
     plan = pilot.plan(2.5, here)  # the queue ran out: hover at its end
     assert pilot.state is PilotState.HOVER and plan.p[0, 0] == pytest.approx(6.0)
-    pilot.land(3.0, plan.p[0])
+    assert pilot.land(3.0, plan.p[0])
     descent = pilot.plan(3.5, plan.p[0])
     assert pilot.state is PilotState.LANDING
-    assert descent.p[0, 2] == pytest.approx(plan.p[0, 2] - 0.25) and descent.v[0, 2] < 0.0
-    assert pilot.plan(4.1, plan.p[0]) is None  # came down land_drop_m: off
+    assert descent.p[0, 2] == pytest.approx(plan.p[0, 2] - 0.5 * LAND_SPEED) and descent.v[0, 2] < 0.0
+    assert pilot.plan(3.0 + 0.5 / LAND_SPEED + 0.01, plan.p[0]) is None  # came down land_drop_m: off
     assert pilot.state is PilotState.OFF and pilot.landed
+
+
+def test_land_is_refused_while_tracking_the_pilot_hovers_instead():
+    pilot = Pilot("quad1", "stock")
+    pilot.enable(True)
+    here = np.array([0.0, 0.0, 2.0])
+    pilot.start(here)
+    pilot.offer(reference(0.0, 5.0), now=0.0)
+    pilot.plan(1.0, here)
+    assert pilot.state is PilotState.TRACKING
+    where = np.array([1.0, 0.0, 2.0])
+    assert not pilot.land(1.0, where)
+    assert pilot.state is PilotState.HOVER and len(pilot.queue) == 0
+    np.testing.assert_allclose(pilot.plan(1.1, where).p[0], where)
+    assert pilot.land(1.2, where) and pilot.state is PilotState.LANDING  # from hover it lands
+
+
+def test_start_from_the_ground_climbs_the_takeoff_height_then_hovers():
+    pilot = Pilot("quad1", "stock", takeoff_height_m=0.5)
+    pilot.enable(True)
+    ground = np.array([1.0, 2.0, 0.05])
+    assert pilot.start(ground, t=10.0)
+    duration = 0.5 / LAND_SPEED
+    plan = pilot.plan(10.0, ground)
+    assert pilot.state is PilotState.TRACKING
+    assert plan.p[0, 2] == pytest.approx(0.05) and plan.v[0, 2] == pytest.approx(0.0, abs=1e-9)
+    middle = pilot.plan(10.0 + duration / 2, ground)
+    assert middle.p[0, 2] == pytest.approx(0.3) and middle.v[0, 2] > LAND_SPEED  # faster mid-way
+    # a reference sent during the climb is rejected by the stock queue (it runs until its end)
+    assert not pilot.offer(reference(10.5, 11.0), now=10.2)
+    top = pilot.plan(10.0 + duration + 0.1, ground)
+    assert pilot.state is PilotState.HOVER
+    np.testing.assert_allclose(top.p[0], [1.0, 2.0, 0.55], atol=1e-9)
+
+
+def test_start_above_the_threshold_is_a_hand_held_start_hovering_in_place():
+    pilot = Pilot("quad1", "stock")
+    pilot.enable(True)
+    held = np.array([0.0, 0.0, TAKEOFF_THRESHOLD_M + 0.2])
+    assert pilot.start(held)
+    assert len(pilot.queue) == 0
+    np.testing.assert_allclose(pilot.plan(0.0, held).p[-1], held)
 
 
 def test_force_hover_drops_the_queue_and_disarm_stops_everything():
     pilot = Pilot("quad1", "stock")
     pilot.enable(True)
-    pilot.start(np.zeros(3))
+    pilot.start(np.array([0.0, 0.0, 1.0]))
     pilot.offer(reference(0.0, 5.0), now=0.0)
     assert pilot.plan(1.0, np.zeros(3)) is not None and pilot.state is PilotState.TRACKING
     where = np.array([0.7, 0.0, 1.0])
