@@ -53,6 +53,9 @@ class EpisodeStatus(str, enum.Enum):
     UAV_OFF = "uav_off"  # a quadrotor was switched off or disarmed outside the episode
     PILOT_OVERRIDE = "pilot_override"  # a pilot commanded or fed references by another node
     SAFETY_STOP = "safety_stop"  # a rule of the safety module stopped the flight
+    OPERATOR_OFF = "operator_off"  # the operator let the dead-man go (or pressed off)
+    OPERATOR_HOVER = "operator_hover"  # the operator stopped the transport in hover
+    OPERATOR_LAND = "operator_land"  # the operator landed the quadrotors mid-transport
 
 
 @dataclass
@@ -165,6 +168,7 @@ def run_episode(
     log_safety = getattr(logger, "safety", None)
     onboard_of = getattr(backend, "onboard_estimate", None)
     safety_inputs = getattr(backend, "safety_inputs", None)
+    logged_events = 0
     for k in range(n_periods):
         replaced_before = guard.replaced
         if log_observed is not None:
@@ -177,15 +181,16 @@ def run_episode(
         decision = None
         if safety is not None:
             decision = safety.check(state, trajectories, safety_inputs() if safety_inputs else None)
-        if decision is None or not decision.intervened:
+        sent = decision is None or not (decision.intervened or safety.stopped)
+        if sent:
             for i, traj in enumerate(trajectories):
                 backend.send(i, traj)
-        else:
-            act(backend, decision, state)
-            if log_safety is not None:
-                for event in decision.events:
-                    log_safety(event.as_dict())
-        sent = decision is None or not decision.intervened
+        elif decision.intervened:
+            act(backend, decision, state)  # a trip from outside has acted already
+        if safety is not None and log_safety is not None:
+            for event in safety.events[logged_events:]:
+                log_safety(event.as_dict())
+            logged_events = len(safety.events)
         if record_plans and sent:
             plans.append(PlanRecord(state.t, trajectories))
         if on_period is not None:
@@ -206,9 +211,9 @@ def run_episode(
         if bar is not None:
             bar.update(1)
         status, message = _check(samples, ref_now, backend, planner, collision_distance, divergence_distance)
-        if decision is not None and decision.intervened:
-            first = decision.events[0]
-            status = EpisodeStatus.SAFETY_STOP
+        if safety is not None and safety.stopped:
+            first = safety.events[0]
+            status = EpisodeStatus(safety.stop_status)
             message = f"safety rule {first.rule}: {first.reason} -> {first.action.label}"
             break
         if status is EpisodeStatus.COMPLETED and failing.update(guard.replaced - replaced_before):
@@ -218,6 +223,9 @@ def run_episode(
             break
     if bar is not None:
         bar.close()
+    if safety is not None and log_safety is not None:  # a trip from outside during the last period
+        for event in safety.events[logged_events:]:
+            log_safety(event.as_dict())
     wall = time.perf_counter() - wall0
     metrics = metrics_sum.result()
     metrics["wall_time_s"] = wall

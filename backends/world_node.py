@@ -21,6 +21,17 @@ the world is unpaused. A pilot that lands descends ``land_drop_m`` and switches 
 have, the system is held again. ``off`` while flying is the emergency kill: with no ground to
 fall to, the world stops the flight there and holds the system (reported in its log).
 
+Hardware mode (``HardwareOptions``, ``cableload world --hardware``): the world stands in for an
+arena with real quadrotors, as ``cableload fly`` meets them. It runs on the wall clock (no
+``/clock``, ``/use_sim_time`` false, real-time factor 1) with the system resting on the ground
+(``[ground]``): the load on the floor, each quadrotor on its slot, cables slack. Every rigid
+body (the load and each quadrotor) is published as motion capture does it,
+``geometry_msgs/PoseStamped`` on the flight's topic template, with ``[sensing]``'s bias, noise and
+latency and a share of frames dropped. References go through ``[link]`` (the Wi-Fi: loss and
+delay). The pilots take off from the ground (``start`` climbs the take-off height), report the
+battery's voltage under thrust (``[battery]``) in their telemetry, and never hold the system:
+the physics always runs.
+
 Pacing: real-time factor 1 by default; any other factor on request, ``0`` for as fast as
 possible. Physics advances in slices of one state period (``state_rate_hz``); references and
 commands that arrived meanwhile take effect at the next slice, never earlier than they arrived.
@@ -61,15 +72,19 @@ import numpy as np
 
 from backends import ros1
 from backends.embedded import ARRIVAL_TOLERANCE_STEPS
-from backends.pilot import Pilot, PilotState, reference_problem
+from backends.pilot import Pilot, PilotState, descent, reference_problem
 from cableload_sim.errors import UsageError
 from cableload_sim.io.runlog import default_quad_names
 from cableload_sim.params import Config
+from cableload_sim.physics import layout
 from cableload_sim.physics.link import InFlight, LinkStats, make_links
+from cableload_sim.physics.sensing import MotionCapture
 from cableload_sim.physics.simulator import Simulator
 from cableload_sim.rotations import quat_to_matrix
 
 TELEMETRY_RATE_HZ = 20.0
+MOCAP_STREAM = 4
+"""Distinguishes the hardware world's motion-capture random stream (link: 1, sensors: 2)."""
 LOCKSTEP_WAIT_S = 5.0
 """How long (wall s) a world in lockstep waits for one quadrotor's reference before it stops
 waiting for that quadrotor (until it is sent a reference again)."""
@@ -134,6 +149,31 @@ class WorldOptions:
             raise UsageError(f"land_drop_m: expected a positive distance, got {self.land_drop_m!r}")
 
 
+@dataclass(frozen=True)
+class HardwareOptions:
+    """An arena with real quadrotors, simulated (see the module's docstring)."""
+
+    bodies: tuple[str, ...]
+    """Each quadrotor's motion-capture body."""
+    load_body: str = "load"
+    mocap_topic: str = "/mocap/{body}/pose"
+    """Topic template of a body's poses (``{body}``)."""
+    load_start: tuple[float, float, float] = (0.0, 0.0, 0.075)
+    """Where the load rests on the floor (m); the quadrotors stand around it."""
+    mocap_drop_fraction: float = 0.01
+    """Share of motion-capture frames lost (-)."""
+    takeoff_height_m: float = 0.5
+    """How far the pilots climb on ``start`` from the ground (their ``takeoff_height``, m)."""
+
+    def __post_init__(self):
+        if not 0.0 <= self.mocap_drop_fraction < 1.0:
+            raise UsageError(f"--mocap-drop: expected a fraction in [0, 1), got {self.mocap_drop_fraction!r}")
+        if not self.takeoff_height_m > 0.0:
+            raise UsageError(f"takeoff height: expected a positive height, got {self.takeoff_height_m!r}")
+        if "{body}" not in self.mocap_topic:
+            raise UsageError(f"mocap topic: expected a template with {{body}}, got {self.mocap_topic!r}")
+
+
 class WorldNode:
     """The simulated world; ``run()`` serves until ROS shuts down or ``stop()``."""
 
@@ -143,8 +183,19 @@ class WorldNode:
         options: WorldOptions | None = None,
         spawn_pose: tuple | None = None,
         quad_names: list[str] | None = None,
+        hardware: HardwareOptions | None = None,
     ):
         self.config = config
+        self.hardware = hardware
+        if hardware is not None:
+            if not config.ground.enabled:
+                raise UsageError("--hardware: the system rests on the ground; set ground.enabled=true")
+            if len(hardware.bodies) != config.system.n_uavs:
+                raise UsageError(
+                    f"--hardware: {len(hardware.bodies)} motion-capture bodies for "
+                    f"{config.system.n_uavs} quadrotors"
+                )
+            options = dataclasses.replace(options or WorldOptions(), real_time_factor=1.0, lockstep=False)
         self.options = options or WorldOptions()
         self.sim = Simulator(config)
         self.n = self.sim.n
@@ -162,7 +213,12 @@ class WorldNode:
         self.mocap_every = round(self.options.state_rate_hz / self.options.mocap_rate_hz)
         self.telemetry_every = max(1, round(self.options.state_rate_hz / TELEMETRY_RATE_HZ))
         self.spawn = spawn_pose or (np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
-        self.pilots = [Pilot(name, self.options.pilot_queue, self.options.land_drop_m) for name in self.names]
+        takeoff = hardware.takeoff_height_m if hardware is not None else 1.0
+        self.pilots = [
+            Pilot(name, self.options.pilot_queue, self.options.land_drop_m, takeoff) for name in self.names
+        ]
+        for pilot in self.pilots:
+            pilot.ground_z = 0.0 if config.ground.enabled else -math.inf
         self.paused = self.options.start_paused
         self.clock = 0.0  # ROS time (s)
         self.epoch = 0.0  # ROS time at the simulator's time zero
@@ -193,6 +249,17 @@ class WorldNode:
         """Why the world stopped serving, when it was not asked to (the master shut it down)."""
         self.sim.advance(self.steps_per_slice, log=False)  # compile (or load) the kernels now,
         self.sim.world_state()  # not in the first slice a client waits for
+        self.mocap: MotionCapture | None = None
+        self._frames: deque = deque()
+        """Motion-capture frames taken and not yet published (their latency)."""
+        self.mocap_dropped = 0
+        self._setting_down: dict[int, tuple[float, np.ndarray]] = {}
+        if hardware is not None:
+            self.clock = time.time()  # ROS time is the wall clock
+            self.spawn = (np.asarray(hardware.load_start, float), np.array([1.0, 0.0, 0.0, 0.0]))
+            rng = np.random.default_rng(np.random.SeedSequence([self.options.seed, MOCAP_STREAM]))
+            self.mocap = MotionCapture(config.sensing, self.n + 1, rng)
+            self._mocap_rng = rng
         self._place(*self.spawn)
 
     # -- model -----------------------------------------------------------------------------
@@ -202,7 +269,10 @@ class WorldNode:
         return self.clock - self.epoch
 
     def _place(self, load_p, load_q) -> None:
-        self.sim.reset(load_p, load_q)
+        if self.hardware is not None:
+            self.sim.reset_on_ground(load_p, load_q)
+        else:
+            self.sim.reset(load_p, load_q)
         self.sim.seed_onboard(self.options.seed)  # the onboard sensors, when [imu] is on
         self.epoch = self.clock  # the simulator restarts its time at zero
         state = self.sim.world_state()
@@ -213,8 +283,9 @@ class WorldNode:
 
     @property
     def held(self) -> bool:
-        """Nothing moves: not every quadrotor has started, or all have switched off."""
-        return not all(p.flying for p in self.pilots)
+        """Nothing moves: not every quadrotor has started, or all have switched off (never in
+        hardware mode: the system rests on the ground)."""
+        return self.hardware is None and not all(p.flying for p in self.pilots)
 
     # -- ROS -------------------------------------------------------------------------------
 
@@ -229,7 +300,7 @@ class WorldNode:
                 f"a world is already running on this master ({ros1.WORLD_NODE}); stop it "
                 "first, or start this one on another master (ROS_MASTER_URI)"
             )
-        rospy.set_param("/use_sim_time", True)
+        rospy.set_param("/use_sim_time", self.hardware is None)
         rospy.init_node(ros1.WORLD_NODE[1:], anonymous=False, disable_signals=True)
         rospy.core.add_preshutdown_hook(self._on_shutdown)
         self.instance = uuid.uuid4().hex
@@ -246,6 +317,7 @@ class WorldNode:
                     "state_rate_hz": self.options.state_rate_hz,
                     "real_time_factor": self.options.real_time_factor,
                     "lockstep": self.options.lockstep,
+                    "hardware": self.hardware is not None,
                 }
             ),
         )
@@ -279,7 +351,10 @@ class WorldNode:
                         topic.format(quad=name), cls, self._on_command, callback_args=(i, kind), queue_size=50
                     )
                 )
-        self.pub_load_pose = rospy.Publisher(ros1.LOAD_POSE_TOPIC, m.PoseStamped, queue_size=10, latch=True)
+        if self.hardware is None:
+            self.pub_load_pose = rospy.Publisher(
+                ros1.LOAD_POSE_TOPIC, m.PoseStamped, queue_size=10, latch=True
+            )
         self.pub_load_odometry = rospy.Publisher(
             ros1.LOAD_ODOMETRY_TOPIC, m.Odometry, queue_size=10, latch=True
         )
@@ -289,6 +364,16 @@ class WorldNode:
         self._subscribers.append(
             rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, rospy.AnyMsg, self._on_horizon, queue_size=2)
         )
+        self.pub_mocap = []
+        if self.hardware is not None:
+            bodies = (self.hardware.load_body, *self.hardware.bodies)
+            self.pub_mocap = [
+                rospy.Publisher(self.hardware.mocap_topic.format(body=b), m.PoseStamped, queue_size=20)
+                for b in bodies
+            ]
+            self._msg_mocap = [m.PoseStamped(header=ros1.header(0.0, frame=ros1.WORLD_FRAME)) for _ in bodies]
+            self._services = []
+            return
         self._services = [
             rospy.Service(ros1.RESET_WORLD, m.EmptyService, self._srv_reset),
             rospy.Service(ros1.PAUSE_PHYSICS, m.EmptyService, self._srv_pause),
@@ -441,6 +526,10 @@ class WorldNode:
         self._shutdown_reason = reason
 
     def _serve(self, rospy, rtf: float, duration_s: float | None) -> None:
+        if self.hardware is not None:  # the wall clock from the first slice on
+            with self._lock:
+                self.clock = time.time()
+                self.epoch = self.clock - self.sim.time
         wall0, clock0 = time.monotonic(), self.clock
         while not self._stop.is_set() and not rospy.is_shutdown():
             if duration_s is not None and self.clock - clock0 >= duration_s:
@@ -515,8 +604,10 @@ class WorldNode:
                     f"t={now:.3f} s {self.names[i]}: {kind} message not applied ({type(err).__name__}: {err})"
                 )
         self._deliver(replan=False)  # those arriving now (no delay, or at the slice's start)
+        if self.hardware is not None:
+            self._set_down_switched_off(state, now)
         off = [p.name for p in self.pilots if p.state is PilotState.OFF and not p.landed]
-        if flying and off:
+        if flying and off and self.hardware is None:
             self.messages.append(
                 f"t={now:.2f} s: {', '.join(off)} switched off in flight; "
                 "the flight stops here (every pilot off, the system held)"
@@ -532,6 +623,24 @@ class WorldNode:
                     self.sim.send_plan(i, plan)
             self._advance_slice()
         self._slices += 1
+
+    def _set_down_switched_off(self, state, now: float) -> None:
+        """Hardware mode: a quadrotor switched off in the air would fall; the simulator does
+        not model motors off, so the world sets it down at the landing speed instead (its pilot
+        stays off: nothing it is sent is flown) and says so in its log."""
+        floor = self.config.ground.landing_height
+        for i, pilot in enumerate(self.pilots):
+            airborne = state.uav_p[i, 2] > floor + 0.1
+            if pilot.state is PilotState.OFF and airborne and i not in self._setting_down:
+                self._setting_down[i] = (now, state.uav_p[i].copy())
+                self.messages.append(
+                    f"t={now:.2f} s {pilot.name}: switched off in the air; motors off are not "
+                    "modelled, the world sets it down"
+                )
+            elif pilot.state is not PilotState.OFF:
+                self._setting_down.pop(i, None)
+        for i, (t0, start) in self._setting_down.items():
+            self.sim.send_plan(i, descent(now, t0, start, max(start[2] - floor, 0.0)))
 
     def _hold_slice(self) -> None:
         """One slice in which time runs and the simulator's state does not; references are
@@ -657,10 +766,11 @@ class WorldNode:
                 )
             )
         if self._slices % self.mocap_every == 0:
-            pose = self._msg_load_pose
-            pose.header.stamp = now
-            ros1.set_pose(pose.pose, state.load_p, state.load_q)
-            self.pub_load_pose.publish(pose)
+            if self.hardware is None:  # in hardware mode the motion capture publishes it
+                pose = self._msg_load_pose
+                pose.header.stamp = now
+                ros1.set_pose(pose.pose, state.load_p, state.load_q)
+                self.pub_load_pose.publish(pose)
             load_v_body = quat_to_matrix(state.load_q).T @ state.load_v
             self.pub_load_odometry.publish(
                 ros1.fill_odometry(
@@ -679,9 +789,30 @@ class WorldNode:
         if self._slices % self.telemetry_every == 0:
             for i in range(self.n):
                 self.pub_telemetry[i].publish(self.telemetry(i, t, state))
+        if self.hardware is not None:
+            self._publish_mocap(t, state)
+            return  # on the wall clock: no /clock
         # the clock last: a planner that decides when it ticks finds that time's states sent
         self._msg_clock.clock = now
         self.pub_clock.publish(self._msg_clock)
+
+    def _publish_mocap(self, t: float, state) -> None:
+        """Take a motion-capture frame of every body at its rate, publish those whose latency
+        has passed; a share of frames is lost."""
+        if self._slices % self.mocap_every == 0:
+            p = np.vstack([state.load_p[None], state.uav_p])
+            q = np.vstack([state.load_q[None], state.uav_q])
+            self._frames.append(self.mocap.capture(t, p, q))
+        while self._frames and self._frames[0].available <= t + 1e-9:
+            frame = self._frames.popleft()
+            stamp = ros1.stamp(frame.t)
+            for b, (pub, msg) in enumerate(zip(self.pub_mocap, self._msg_mocap)):
+                if self._mocap_rng.random() < self.hardware.mocap_drop_fraction:
+                    self.mocap_dropped += 1
+                    continue
+                msg.header.stamp = stamp
+                ros1.set_pose(msg.pose, frame.p[b], frame.q[b])
+                pub.publish(msg)
 
     def telemetry(self, i: int, t: float, state):
         m = ros1.messages()
@@ -707,5 +838,12 @@ class WorldNode:
             reference_left_duration=left,
             rmse=rmse,
             reference=ref_state,
-            voltage=16.0,
+            voltage=self.voltage(i),
         )
+
+    def voltage(self, i: int) -> float:
+        """Quadrotor ``i``'s battery voltage under its thrust (``[battery]``), else a full pack."""
+        if not self.config.battery.enabled:
+            return 16.0
+        o = layout.battery_offset(self.n, int(self.config.ball.enabled), i)
+        return float(self.sim.x[o + layout.BATT_VOLTAGE])

@@ -10,6 +10,7 @@ against ``cableload world --hardware`` is shipped as ``hw/flights/example.toml``
     config = ""                      # the system config (TOML; empty: the paper's)
     pilot_queue = "stock"            # stock | replace
     mocap_topic = "/mocap/{body}/pose"
+    takeoff_height_m = 0.5           # the pilots' takeoff_height: cables still slack there
 
     [[quad]]
     name = "quad1"                   # agiros namespace: /quad1/agiros_pilot/...
@@ -127,6 +128,9 @@ class FlightFile:
     """The system config's path (relative to the flight file; empty: the paper's setup)."""
     pilot_queue: str = "stock"
     mocap_topic: str = MOCAP_TOPICS[0]
+    takeoff_height_m: float = 0.5
+    """How far the pilots climb on ``start`` (their ``takeoff_height``, m): the cables must
+    stay slack at that height (preflight checks it)."""
     path: Path | None = None
     """The file it was read from."""
 
@@ -162,7 +166,11 @@ class FlightFile:
         return config
 
 
-_FLIGHT_KEYS = {"config": checks.text(allow_empty=True), "pilot_queue": checks.choice(QUEUE_MODES)}
+_FLIGHT_KEYS = {
+    "config": checks.text(allow_empty=True),
+    "pilot_queue": checks.choice(QUEUE_MODES),
+    "takeoff_height_m": checks.positive,
+}
 _QUAD_CHECKS = {"name": _ros_name, "body": _ros_name, "slot": checks.vector(3)}
 _LOAD_CHECKS = {"body": _ros_name, "start": checks.vector(3)}
 _ARENA_KEYS = {"min", "max", "geofence_margin_m"}
@@ -242,6 +250,10 @@ def parse_flight(data: dict, path: Path | None = None) -> FlightFile:
             f"load.start: {list(load.start)} is outside the geofence [{lo.tolist()}, {hi.tolist()}]"
         )
     return FlightFile(tuple(quads), load, safety, preflight, path=path, **options)
+
+
+EXAMPLE = Path(__file__).resolve().parent / "flights" / "example.toml"
+"""The shipped example flight (``cableload world --hardware`` serves it by default)."""
 
 
 def read_flight(path) -> FlightFile:

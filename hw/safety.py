@@ -42,6 +42,7 @@ May import: ``cableload_sim``, ``planners``. Imported by: ``backends``, ``hw``,
 from __future__ import annotations
 
 import enum
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -518,7 +519,10 @@ class SafetyModule:
     def reset(self) -> None:
         self.events: list[Intervention] = []
         self.latched: list[Action] | None = None
+        self.stop_status = "safety_stop"
+        """The episode status the module's stop calls for (a trip may name another)."""
         self._previous: tuple[float, np.ndarray] | None = None
+        self._lock = threading.Lock()
 
     @property
     def stopped(self) -> bool:
@@ -544,27 +548,38 @@ class SafetyModule:
     ) -> SafetyDecision:
         """This period's decision; after a first intervention, the latched actions."""
         inputs = self.inputs(state, extra)
-        if self.latched is not None:
-            return SafetyDecision([None] * len(plans), list(self.latched), [])
-        decision = decide(plans, inputs, self.limits)
-        if decision.intervened:
-            self.events.extend(decision.events)
-            self.latched = list(decision.actions)
-        return decision
+        with self._lock:
+            if self.latched is not None:
+                return SafetyDecision([None] * len(plans), list(self.latched), [])
+            decision = decide(plans, inputs, self.limits)
+            if decision.intervened:
+                self.events.extend(decision.events)
+                self.latched = list(decision.actions)
+            return decision
 
     def trip(
-        self, t: float, rule: str, action: Action, reason: str, n_uavs: int, uav: int | None = None
+        self,
+        t: float,
+        rule: str,
+        action: Action,
+        reason: str,
+        n_uavs: int,
+        uav: int | None = None,
+        status: str = "safety_stop",
     ) -> SafetyDecision:
-        """An intervention from outside the rules (the operator's station, a lost link seen
-        by the backend): latched like a rule's."""
+        """An intervention from outside the rules (the operator's station): latched like a
+        rule's; the episode then ends with ``status`` (e.g. ``operator_off``). Safe to call
+        from another thread while the episode runs."""
         event = Intervention(float(t), rule, action, uav, reason)
         actions = team_actions([event], n_uavs)
-        if self.latched is None:
-            self.latched = actions
-        else:
-            self.latched = [max(a, b) for a, b in zip(self.latched, actions)]
-        self.events.append(event)
-        return SafetyDecision([None] * n_uavs, list(self.latched), [event])
+        with self._lock:
+            if self.latched is None:
+                self.latched = actions
+                self.stop_status = status
+            else:
+                self.latched = [max(a, b) for a, b in zip(self.latched, actions)]
+            self.events.append(event)
+            return SafetyDecision([None] * n_uavs, list(self.latched), [event])
 
     def report(self) -> dict:
         first = self.first_event()

@@ -477,11 +477,53 @@ def _train_config_with(path, config, overrides):
     return changed
 
 
+HARDWARE_OVERRIDES = ("ground.enabled=true", "battery.enabled=true", "link.enabled=true")
+"""What ``world --hardware`` always simulates: the floor, the batteries, the Wi-Fi."""
+
+
+def _hardware_world(args):
+    """The config, quadrotor names and ``HardwareOptions`` of ``world --hardware``."""
+    from backends.world_node import HardwareOptions
+    from cableload_sim import checks
+    from hw.flight import EXAMPLE, read_flight
+
+    flight = read_flight(args.flight or EXAMPLE)
+    loss = checks.fraction(high_open=True).raising(CliError)("--wifi-loss", args.wifi_loss)
+    low, high = args.wifi_delay
+    if not 0.0 <= low <= high < 0.5:
+        raise CliError(f"--wifi-delay: expected 0 <= MIN <= MAX < 0.5 s, got {low!r},{high!r}")
+    overrides = [
+        *HARDWARE_OVERRIDES,
+        f"link.drop_fraction={loss!r}",
+        f"link.delay_min_s={low!r}",
+        f"link.delay_max_s={high!r}",
+        *(getattr(args, "set", None) or ()),
+    ]
+    config = flight.load_config(overrides)
+    hardware = HardwareOptions(
+        bodies=tuple(q.body for q in flight.quads),
+        load_body=flight.load.body,
+        mocap_topic=flight.mocap_topic,
+        load_start=flight.load.start,
+        mocap_drop_fraction=args.mocap_drop,
+        takeoff_height_m=flight.takeoff_height_m,
+    )
+    return config, flight.names, hardware, flight.pilot_queue
+
+
 def cmd_world(args) -> int:
     from backends.world_node import WorldNode, WorldOptions
 
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         raise CliError(f"--duration: expected a positive number of seconds, got {args.duration!r}")
+    hardware = names = None
+    if args.hardware:
+        config, names, hardware, queue = _hardware_world(args)
+        args.pilot_queue = queue
+    elif args.flight is not None:
+        raise CliError("--flight: a flight file is served with --hardware")
+    else:
+        config = load_cli_config(args)
     options = WorldOptions(
         real_time_factor=args.real_time_factor,
         state_rate_hz=args.state_rate,
@@ -491,17 +533,21 @@ def cmd_world(args) -> int:
         seed=args.seed,
         lockstep=args.lockstep,
     )
-    world = WorldNode(load_cli_config(args), options)
+    world = WorldNode(config, options, quad_names=names, hardware=hardware)
     from backends.gazebo import master_reachable, master_uri
 
     if not master_reachable(timeout=1.0):
         raise CliError(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start `roscore`")
     world.connect()
     onboard = f", onboard IMU and estimate (seed {options.seed})" if world.config.imu.enabled else ""
+    mode = (
+        f", hardware mode (wall clock, on the ground, motion capture on {hardware.mocap_topic})"
+        if hardware is not None
+        else f", real-time factor {options.real_time_factor:g}"
+    )
     print(
-        f"cableload world: {world.n} quadrotors ({', '.join(world.names)}), real-time factor "
-        f"{options.real_time_factor:g}{', lockstep' if options.lockstep else ''}, pilot queue "
-        f"{options.pilot_queue}{onboard}",
+        f"cableload world: {world.n} quadrotors ({', '.join(world.names)}){mode}"
+        f"{', lockstep' if options.lockstep else ''}, pilot queue {world.options.pilot_queue}{onboard}",
         file=sys.stderr,
     )
 
@@ -526,6 +572,113 @@ def cmd_world(args) -> int:
         print(f"cableload world: error: {world.ended_by}", file=sys.stderr)
         return 1
     return 0
+
+
+def _require_master() -> None:
+    from backends.gazebo import master_reachable, master_uri
+
+    if not master_reachable(timeout=1.0):
+        raise CliError(f"no ROS master at {master_uri()} (ROS_MASTER_URI); start `roscore`")
+
+
+def _preflight_table(results) -> None:
+    for check in results:
+        verdict = "pass" if check.passed else "FAIL"
+        value = "-" if check.value is None else _format_value(check.value)
+        print(f"{verdict:4}  {check.quad:8} {check.check:34} {value:>10}  ({check.expected})")
+
+
+def cmd_preflight(args) -> int:
+    """Every check of ``hw.preflight``; exit 1 naming each failure."""
+    from hw.flight import read_flight
+    from hw.preflight import preflight
+
+    flight = read_flight(args.flight)
+    _require_master()
+    results = preflight(flight)
+    failed = [c for c in results if not c.passed]
+    if args.json:
+        print_json({"passed": not failed, "checks": [c.as_dict() for c in results]})
+    else:
+        _preflight_table(results)
+    for check in failed:
+        print(
+            f"preflight: {check.quad}: {check.check} is {check.value} (expected {check.expected})",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
+
+
+def cmd_fly(args) -> int:
+    """Preflight, the operator's station, the hardware backend, the safety module and a run
+    log: a flight from the ground (``hw.fly``)."""
+    import numpy as np
+
+    from hw.flight import read_flight
+    from hw.fly import fly
+    from hw.operator import input_source
+    from hw.preflight import preflight
+
+    flight = read_flight(args.flight)
+    config = flight.load_config(getattr(args, "set", None) or ())
+    args.from_ground = True
+    reference = build_reference(args)
+    start = reference.start_pose()[0]
+    off = float(np.linalg.norm(start[:2] - np.asarray(flight.load.start[:2])))
+    if off > flight.preflight.load_tolerance_m:
+        raise CliError(
+            f"--trajectory {args.trajectory}: the load is lifted at {np.round(start[:2], 3).tolist()} m "
+            f"but rests at {list(flight.load.start[:2])} m in {args.flight} ({off:.2f} m apart); "
+            "move the load or choose a trajectory that starts above it"
+        )
+    require_flyable(args, config, reference, args.duration)
+    if args.log is not None:
+        from cableload_sim.io.runlog import check_output_path
+
+        check_output_path(args.log, args.overwrite)
+    _require_master()
+    if not args.skip_preflight:
+        failed = [c for c in preflight(flight, config) if not c.passed]
+        if failed:
+            for check in failed:
+                print(
+                    f"preflight: {check.quad}: {check.check} is {check.value} (expected {check.expected})",
+                    file=sys.stderr,
+                )
+            raise CliError(f"preflight failed ({len(failed)} checks): nothing was flown")
+    source = input_source(args.operator)
+    result = fly(
+        flight,
+        args.planner,
+        reference,
+        args.duration,
+        source,
+        config=config,
+        planner_options=_planner_options(args.planner, args, [reference], config.system.n_uavs),
+        log_path=args.log,
+        overwrite=args.overwrite,
+    )
+    if args.json:
+        print_json(result)
+    else:
+        keys = [
+            k
+            for k in (
+                "status",
+                "rmse_position_m",
+                "rmse_orientation_deg",
+                "min_uav_distance_m",
+                "plans_rejected",
+                "off_delay_s",
+            )
+            if k in result
+        ]
+        print_table([(args.planner, result)], keys)
+        for event in result["safety_events"]:
+            print(f"safety: {describe_safety_event(event)}")
+        if "message" in result:
+            print(f"note: {result['message']}")
+    return 0 if result["status"] == "completed" else 1
 
 
 def cmd_node(args) -> int:
@@ -783,6 +936,16 @@ def _disturbance(text: str):
     return force, torque
 
 
+def _pair(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"expected MIN,MAX (two numbers), e.g. 0.005,0.02; got {text!r}"
+        ) from err
+    return low, high
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cableload",
@@ -1022,7 +1185,64 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the links' draws (with --set link.enabled=true)"
     )
+    p.add_argument(
+        "--hardware",
+        action="store_true",
+        help="stand in for an arena with real quadrotors (what `cableload fly` flies): wall "
+        "clock, the system on the ground, motion capture of every body, Wi-Fi loss and "
+        "delay, batteries; serves the quadrotors of --flight",
+    )
+    p.add_argument(
+        "--flight",
+        default=None,
+        metavar="FLIGHT.toml",
+        help="with --hardware: the flight file to serve (default: hw/flights/example.toml)",
+    )
+    p.add_argument(
+        "--mocap-drop", type=float, default=0.01, help="with --hardware: share of motion-capture frames lost"
+    )
+    p.add_argument(
+        "--wifi-loss", type=float, default=0.02, help="with --hardware: share of references lost on the Wi-Fi"
+    )
+    p.add_argument(
+        "--wifi-delay",
+        type=_pair,
+        default=(0.005, 0.02),
+        metavar="MIN,MAX",
+        help="with --hardware: delay of a reference on the Wi-Fi, uniform in [MIN, MAX] s",
+    )
     p.set_defaults(func=cmd_world)
+
+    p = sub.add_parser("preflight", help="check every topic, body and battery of a flight before it flies")
+    p.add_argument("flight", metavar="FLIGHT.toml", help="the flight file (e.g. hw/flights/example.toml)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_preflight)
+
+    p = sub.add_parser(
+        "fly", help="fly real quadrotors (or `world --hardware`) from the ground, with an operator"
+    )
+    p.add_argument("flight", metavar="FLIGHT.toml", help="the flight file (e.g. hw/flights/example.toml)")
+    p.add_argument("--planner", choices=["teacher", "student"], default="teacher", help="who flies the path")
+    p.add_argument(
+        "--operator",
+        default="gamepad",
+        metavar="SOURCE",
+        help="the operator's input: gamepad[:/dev/input/eventN] (evdev), keyboard, or script:FILE "
+        "(e.g. script:hw/flights/operator-fly.toml)",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=40.0,
+        help="seconds of the transport, ground to ground (eight-medium: 32 s), then the landing",
+    )
+    p.add_argument("--skip-preflight", action="store_true", help="fly without the preflight checks")
+    _add_policy(p)
+    _add_log(p)
+    _add_reference(p)
+    _add_force(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_fly, trajectory="eight-medium")
 
     p = sub.add_parser("node", help="one planner as its own ROS1 node (one per quadrotor for the student)")
     p.add_argument(
