@@ -221,7 +221,10 @@ class AgirosClient:
         period_s: float = 0.1,
         margin_s: float = MARGIN_S,
         resample_s: float = 0.01,
+        in_flight_s: float | None = None,
     ):
+        """``in_flight_s``: how long a reference may take to reach the pilot and show in its
+        telemetry before it counts as lost or rejected (default two planner periods)."""
         if queue not in QUEUE_MODES:
             raise ValueError(f"pilot queue: expected one of {QUEUE_MODES}, got {queue!r}")
         rospy = ros1.rospy()
@@ -233,7 +236,7 @@ class AgirosClient:
         self.state = None
         self.telemetry = None
         self.sent = 0
-        self._queue = StockQueue(in_flight_s=2.0 * period_s)
+        self._queue = StockQueue(in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s)
 
         def topic(template):
             return template.format(quad=quad)

@@ -168,6 +168,12 @@ def warm_up(planner, config, reference, load_p, load_q) -> None:
     sim.reset(load_p, load_q)
     planner.plan(sim.world_state(), reference)
     planner.reset()
+    inner, path = getattr(planner, "planner", None), getattr(reference, "path", None)
+    if inner is not None and path is not None:  # a hand-over: its planner first flies mid-flight
+        p0, q0 = path.start_pose()
+        sim.reset(p0, q0)
+        inner.plan(sim.world_state(), path)
+        inner.reset()
 
 
 def fly(

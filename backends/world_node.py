@@ -30,7 +30,9 @@ body (the load and each quadrotor) is published as motion capture does it,
 latency and a share of frames dropped. References go through ``[link]`` (the Wi-Fi: loss and
 delay). The pilots take off from the ground (``start`` climbs the take-off height), report the
 battery's voltage under thrust (``[battery]``) in their telemetry, and never hold the system:
-the physics always runs.
+the physics always runs. Faults can be rehearsed on ``/cableload/world/fault``
+(``std_msgs/String``): ``mocap-lost BODY``, ``link-cut QUAD``, ``state-silent QUAD``, ``clear``.
+Pilot commands are written to the world's log with their times.
 
 Pacing: real-time factor 1 by default; any other factor on request, ``0`` for as fast as
 possible. Physics advances in slices of one state period (``state_rate_hz``); references and
@@ -83,6 +85,8 @@ from cableload_sim.physics.simulator import Simulator
 from cableload_sim.rotations import quat_to_matrix
 
 TELEMETRY_RATE_HZ = 20.0
+FAULT_TOPIC = "/cableload/world/fault"
+"""Hardware mode: faults to rehearse (``std_msgs/String``; ``WorldNode._on_fault``)."""
 MOCAP_STREAM = 4
 """Distinguishes the hardware world's motion-capture random stream (link: 1, sensors: 2)."""
 LOCKSTEP_WAIT_S = 5.0
@@ -211,7 +215,10 @@ class WorldNode:
         self.steps_per_slice = round(steps)
         self.slice_s = self.steps_per_slice * self.sim.h
         self.mocap_every = round(self.options.state_rate_hz / self.options.mocap_rate_hz)
-        self.telemetry_every = max(1, round(self.options.state_rate_hz / TELEMETRY_RATE_HZ))
+        # the Agilicious pilot publishes its telemetry at every pipeline run (100 Hz): hardware
+        # mode does too; the Gazebo stand-in keeps a lighter rate
+        telemetry_hz = self.options.state_rate_hz if hardware is not None else TELEMETRY_RATE_HZ
+        self.telemetry_every = max(1, round(self.options.state_rate_hz / telemetry_hz))
         self.spawn = spawn_pose or (np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
         takeoff = hardware.takeoff_height_m if hardware is not None else 1.0
         self.pilots = [
@@ -253,6 +260,8 @@ class WorldNode:
         self._frames: deque = deque()
         """Motion-capture frames taken and not yet published (their latency)."""
         self.mocap_dropped = 0
+        self.faults: set[tuple[str, str]] = set()
+        """Faults rehearsed in hardware mode (``_on_fault``)."""
         self._setting_down: dict[int, tuple[float, np.ndarray]] = {}
         if hardware is not None:
             self.clock = time.time()  # ROS time is the wall clock
@@ -372,6 +381,7 @@ class WorldNode:
                 for b in bodies
             ]
             self._msg_mocap = [m.PoseStamped(header=ros1.header(0.0, frame=ros1.WORLD_FRAME)) for _ in bodies]
+            self._subscribers.append(rospy.Subscriber(FAULT_TOPIC, m.String, self._on_fault, queue_size=10))
             self._services = []
             return
         self._services = [
@@ -398,6 +408,24 @@ class WorldNode:
             )
             return
         self.receive(i, kind, payload)
+
+    def _on_fault(self, msg) -> None:
+        """A fault to rehearse (hardware mode, ``FAULT_TOPIC``): ``mocap-lost BODY`` (its frames
+        stop), ``link-cut QUAD`` (its references are lost), ``state-silent QUAD`` (its state
+        and telemetry stop), ``clear`` (every fault ends)."""
+        words = str(msg.data).split()
+        kind, target = (words + ["", ""])[:2]
+        bodies = (self.hardware.load_body, *self.hardware.bodies)
+        known = {"mocap-lost": bodies, "link-cut": self.names, "state-silent": self.names}
+        if kind == "clear":
+            self.faults.clear()
+        elif kind in known and target in known[kind]:
+            self.faults.add((kind, target))
+        else:
+            expected = "mocap-lost BODY, link-cut QUAD, state-silent QUAD or clear"
+            self.messages.append(f"fault {msg.data!r} not understood (expected {expected})")
+            return
+        self.messages.append(f"t={self.sim_time:.2f} s: fault {msg.data!r}")
 
     def _on_horizon(self, raw) -> None:
         """An empty horizon from the episode (the node that placed the system with
@@ -592,6 +620,12 @@ class WorldNode:
         while self._inbox:
             i, kind, payload = self._inbox.popleft()
             try:
+                if kind == "trajectory" and ("link-cut", self.names[i]) in self.faults:
+                    continue  # lost on the way
+                if self.hardware is not None and kind in ("start", "land", "off", "force_hover", "enable"):
+                    self.messages.append(
+                        f"t={now:.3f} s {self.names[i]}: {kind}{'' if payload is None else f' {payload}'}"
+                    )
                 if kind == "trajectory" and self.config.link.enabled:
                     arrival = self.links[i].transmit(self.clock)
                     if arrival is not None:
@@ -741,7 +775,10 @@ class WorldNode:
         state = self.sim.world_state()
         # linear velocities in the body frames, all at once
         v_body = np.einsum("nji,nj->ni", quat_to_matrix(state.uav_q), state.uav_v)
+        silent = {i for i, name in enumerate(self.names) if ("state-silent", name) in self.faults}
         for i in range(self.n):
+            if i in silent:
+                continue
             self.pub_state[i].publish(
                 ros1.fill_quad_state(
                     self._msg_state[i],
@@ -788,7 +825,8 @@ class WorldNode:
             self.pub_tension.publish(self._msg_tension)
         if self._slices % self.telemetry_every == 0:
             for i in range(self.n):
-                self.pub_telemetry[i].publish(self.telemetry(i, t, state))
+                if i not in silent:
+                    self.pub_telemetry[i].publish(self.telemetry(i, t, state))
         if self.hardware is not None:
             self._publish_mocap(t, state)
             return  # on the wall clock: no /clock
@@ -806,7 +844,10 @@ class WorldNode:
         while self._frames and self._frames[0].available <= t + 1e-9:
             frame = self._frames.popleft()
             stamp = ros1.stamp(frame.t)
+            bodies = (self.hardware.load_body, *self.hardware.bodies)
             for b, (pub, msg) in enumerate(zip(self.pub_mocap, self._msg_mocap)):
+                if ("mocap-lost", bodies[b]) in self.faults:
+                    continue
                 if self._mocap_rng.random() < self.hardware.mocap_drop_fraction:
                     self.mocap_dropped += 1
                     continue

@@ -324,8 +324,11 @@ class FlightLog:
     landing), not when the transport does."""
 
     def __init__(self, writer):
+        from cableload_sim.io.runlog import make_typestore
+
         self.writer = writer
         self._finish: tuple[str, dict] | None = None
+        make_typestore()  # parsed now, not in the transport's first period
 
     def start(self, *args) -> None:
         self.writer.start(*args)

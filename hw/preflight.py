@@ -175,14 +175,19 @@ def listen(flight: FlightFile, seconds: float) -> Heard:
     def on_state(name):
         def callback(msg):
             stamp = msg.header.stamp.to_sec()
+            if stamp < started - 0.5:  # latched, from long ago
+                return
             heard.state_stamps[name].append(stamp)
             heard.state_offsets[name].append(time.time() - stamp)
 
         return callback
 
+    started = time.time()
+
     def on_telemetry(name):
         def callback(msg):
-            heard.voltages[name] = float(msg.voltage)
+            if msg.header.stamp.to_sec() >= started - 0.5:  # not a latched message of long ago
+                heard.voltages[name] = float(msg.voltage)
 
         return callback
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: seeded generators, configs."""
+"""Shared fixtures: seeded generators, configs, a private ROS graph."""
 
 from __future__ import annotations
 
@@ -16,6 +16,24 @@ import pytest
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def ros_graph(tmp_path):
+    """A private ROS graph (its own master, processes) for one test."""
+    from requirements import require
+
+    from backends.ros1 import RosUnavailable
+    from backends.ros_graph import RosGraph
+
+    try:
+        graph = RosGraph(tmp_path)
+    except RosUnavailable as err:
+        require(False, str(err))
+    try:
+        yield graph
+    finally:
+        graph.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1202,7 +1202,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--mocap-drop", type=float, default=0.01, help="with --hardware: share of motion-capture frames lost"
     )
     p.add_argument(
-        "--wifi-loss", type=float, default=0.02, help="with --hardware: share of references lost on the Wi-Fi"
+        "--wifi-loss",
+        type=float,
+        default=0.0,
+        help="with --hardware: share of references lost on the Wi-Fi (TCPROS retransmits: a "
+        "bad link shows as delay, not loss; a loss runs a stock pilot's queue dry)",
     )
     p.add_argument(
         "--wifi-delay",

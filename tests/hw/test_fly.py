@@ -1,0 +1,240 @@
+"""``cableload fly`` end to end against ``cableload world --hardware`` (wall clock, the system on
+the ground, motion capture, Wi-Fi delay, batteries, the stock pilot): preflight, the scripted
+operator, the hand-over from the ground, the safety module and the run log. Each test starts
+its own master and world (``ros_graph``)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from backends.ros_graph import last_json
+from cableload_sim.io.runlog import read_run
+
+ROOT = Path(__file__).resolve().parents[2]
+FLIGHTS = ROOT / "hw" / "flights"
+EXAMPLE = FLIGHTS / "example.toml"
+FLY = FLIGHTS / "operator-fly.toml"
+RELEASE = FLIGHTS / "operator-release.toml"
+QUADS = ("quad1", "quad2", "quad3")
+
+
+def start_world(ros_graph, *args: str) -> None:
+    ros_graph.cableload("world", "world", "--hardware", *args)
+    ros_graph.wait_for(
+        lambda: "/mocap/load/pose" in ros_graph.master_state()["publishers"], 90.0, "the hardware world"
+    )
+    time.sleep(1.0)  # every body's first frames
+
+
+def world_log(ros_graph) -> str:
+    """What the world printed, its summary included (it is stopped for that)."""
+    ros_graph.kill("world", signal.SIGINT)
+    ros_graph.processes["world"].wait(timeout=20)
+    return ros_graph.log("world", tail=None)
+
+
+def fly(ros_graph, *args: str, timeout: float = 400.0) -> dict:
+    done = ros_graph.run("fly", str(EXAMPLE), "--json", *args, timeout=timeout)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    return last_json(done.stdout)
+
+
+def commands(log: str, command: str) -> dict[str, float]:
+    """Quadrotor -> world time (s) of the first ``command`` the world received."""
+    out: dict[str, float] = {}
+    for t, quad in re.findall(rf"t=([0-9.]+) s (quad\d+): {command}\b", log):
+        out.setdefault(quad, float(t))
+    return out
+
+
+def fault_time(log: str, fault: str) -> float:
+    return float(re.search(rf"t=([0-9.]+) s: fault '{fault}'", log).group(1))
+
+
+def embedded_rmse(ros_graph, planner: str) -> float:
+    """The same planner on the embedded simulator, with the flight's sensing and the stock
+    pilot's latency (its margin, plus the Wi-Fi's delay)."""
+    done = ros_graph.run(
+        "simulate",
+        "--planner",
+        planner,
+        "--trajectory",
+        "eight-medium",
+        "--from-ground",
+        "--duration",
+        "40",
+        "--json",
+        "--set",
+        "sensing.enabled=true",
+        "--set",
+        "link.enabled=true",
+        "--set",
+        "link.drop_fraction=0",
+        "--set",
+        "link.delay_min_s=0.105",
+        "--set",
+        "link.delay_max_s=0.12",
+    )
+    result = last_json(done.stdout)
+    assert result["status"] == "completed", done.stderr[-2000:]
+    return result["rmse_position_m"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planner", ["teacher", "student"])
+def test_a_flight_from_the_ground_through_the_stock_pilot(ros_graph, tmp_path, planner):
+    start_world(ros_graph)
+    bag = tmp_path / "flight.bag"
+    result = fly(
+        ros_graph,
+        "--planner",
+        planner,
+        "--trajectory",
+        "eight-medium",
+        "--duration",
+        "40",
+        "--operator",
+        f"script:{FLY}",
+        "--log",
+        str(bag),
+    )
+    log = world_log(ros_graph)
+    assert result["status"] == "completed", (result.get("message"), log[-3000:])
+    assert result["plans_rejected"] == 0
+    assert result["safety_events"] == []
+    assert result["min_uav_distance_m"] > 0.4
+    reference = embedded_rmse(ros_graph, planner)
+    assert result["rmse_position_m"] < 1.5 * reference, (result["rmse_position_m"], reference)
+    # the whole flight: armed, took off, flew, landed, switched off
+    for quad in QUADS:
+        assert (
+            quad in commands(log, "start") and quad in commands(log, "land") and quad in commands(log, "off")
+        )
+    assert "rejected" not in log.split("pilot references accepted/rejected")[0]
+    run = read_run(bag)
+    assert run.status == "completed"
+    assert [a["action"] for a in run.operator_actions][:6] == [
+        "deadman_held",
+        "enable",
+        "takeoff",
+        "start_transport",
+        "confirm",
+        "land",
+    ]
+    assert run.samples.t[-1] > 39.0 and len(run.plans) > 350
+    assert run.samples.load_p[:, 2].max() > 0.95  # lifted to the path's height
+
+
+@pytest.mark.slow
+def test_letting_the_deadman_go_switches_every_quadrotor_off_at_once(ros_graph, tmp_path):
+    start_world(ros_graph)
+    bag = tmp_path / "released.bag"
+    result = fly(ros_graph, "--planner", "teacher", "--operator", f"script:{RELEASE}", "--log", str(bag))
+    log = world_log(ros_graph)
+    assert result["status"] == "operator_off"
+    assert result["off_delay_s"] < 0.1
+    offs = commands(log, "off")
+    assert set(offs) == set(QUADS)
+    assert max(offs.values()) - min(offs.values()) < 0.05  # all at once
+    events = result["safety_events"]
+    assert events[0]["rule"] == "deadman" and events[0]["action"] == "off"
+    run = read_run(bag)
+    assert run.status == "operator_off"
+    assert run.safety_events[0]["rule"] == "deadman"
+    assert "deadman_released" in [a["action"] for a in run.operator_actions]
+    # 10 s into the transport, the quadrotors were still carrying the load
+    assert 9.5 < events[0]["t"] < 11.0
+
+
+def fly_with_fault(ros_graph, fault: str, after_s: float = 12.0) -> tuple[dict, str]:
+    """A flight whose world is given ``fault`` ``after_s`` into the transport."""
+    process = ros_graph.cableload(
+        "fly", "fly", str(EXAMPLE), "--json", "--operator", f"script:{FLY}", "--duration", "40"
+    )
+
+    def shown() -> bool:
+        assert process.poll() is None, ros_graph.log("fly")
+        return "press confirm" in ros_graph.log("fly")
+
+    ros_graph.wait_for(shown, 120.0, "the first plans shown")
+    time.sleep(after_s)
+    publish = ros_graph.start(
+        "fault",
+        ["rostopic", "pub", "-1", "/cableload/world/fault", "std_msgs/String", f"data: '{fault}'"],
+    )
+    publish.wait(timeout=30)
+    ros_graph.processes["fly"].wait(timeout=200)
+    result = last_json(ros_graph.log("fly", tail=None))
+    return result, world_log(ros_graph)
+
+
+@pytest.mark.slow
+def test_motion_capture_of_the_load_lost_makes_every_quadrotor_hover(ros_graph):
+    start_world(ros_graph)
+    result, log = fly_with_fault(ros_graph, "mocap-lost load")
+    assert result["status"] == "safety_stop", result.get("message")
+    first = result["safety_events"][0]
+    assert first["rule"] == "stale_mocap" and first["action"] == "hover" and "load" in first["reason"]
+    lost = fault_time(log, "mocap-lost load")
+    hovers = commands(log, "force_hover")
+    assert set(hovers) == set(QUADS)
+    # stale once its last frame is max_mocap_age_s (0.2 s) old; then within one decision (0.1 s)
+    assert max(hovers.values()) - lost < 0.2 + 0.1 + 0.05, (lost, hovers)
+
+
+@pytest.mark.slow
+def test_one_quadrotors_link_cut_makes_the_others_hover_with_it(ros_graph):
+    start_world(ros_graph)
+    result, log = fly_with_fault(ros_graph, "link-cut quad2")
+    assert result["status"] == "safety_stop", result.get("message")
+    first = result["safety_events"][0]
+    assert first["rule"] == "link_lost" and first["uav"] == 1
+    cut = fault_time(log, "link-cut quad2")
+    hovers = commands(log, "force_hover")
+    assert set(hovers) == set(QUADS)
+    # no plan for max_plan_age_s (0.5 s), then within one decision
+    assert max(hovers.values()) - cut < 0.5 + 0.1 + 0.15, (cut, hovers)
+
+
+def preflight(ros_graph, flight: Path) -> tuple[int, dict]:
+    done = ros_graph.run("preflight", str(flight), "--json", timeout=120)
+    return done.returncode, last_json(done.stdout)
+
+
+def failing(report: dict) -> set[tuple[str, str]]:
+    return {(c["quad"], c["check"]) for c in report["checks"] if not c["passed"]}
+
+
+@pytest.mark.slow
+def test_preflight_passes_then_names_each_quadrotor_and_check_that_fails(ros_graph, tmp_path):
+    start_world(ros_graph)
+    code, report = preflight(ros_graph, EXAMPLE)
+    assert code == 0 and report["passed"], failing(report)
+    # a quadrotor standing off its slot
+    moved = tmp_path / "moved.toml"
+    moved.write_text(
+        EXAMPLE.read_text().replace("slot = [3.216, 0.605, 0.05]", "slot = [3.216, 0.805, 0.05]")
+    )
+    code, report = preflight(ros_graph, moved)
+    assert code == 1 and failing(report) == {("quad1", "on its slot (m)")}
+    # a motion-capture body missing, a silent state topic
+    for fault in ("mocap-lost quad3", "state-silent quad2"):
+        ros_graph.start(
+            "fault",
+            ["rostopic", "pub", "-1", "/cableload/world/fault", "std_msgs/String", f"data: '{fault}'"],
+        ).wait(timeout=30)
+    time.sleep(0.5)
+    code, report = preflight(ros_graph, EXAMPLE)
+    assert code == 1
+    assert failing(report) == {
+        ("quad3", "motion capture of quad3 (Hz)"),
+        ("quad3", "on its slot (m)"),
+        ("quad2", "state rate (Hz)"),
+        ("quad2", "clock offset (s)"),
+        ("quad2", "battery (V)"),
+    }
