@@ -1,0 +1,159 @@
+"""The operator's station without ROS: the scripted and keyboard inputs, and the dead-man that
+switches every quadrotor off the moment it is let go, from any phase."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from cableload_sim.errors import ConfigError, UsageError
+from hw.flight import EXAMPLE, read_flight
+from hw.fly import FlightAborted, Station
+from hw.operator import Button, KeyboardSource, ScriptedSource, ScriptStep, input_source
+
+FLIGHTS = EXAMPLE.parent
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_script_waits_for_each_phase_then_its_delay():
+    clock = Clock()
+    source = ScriptedSource(
+        [ScriptStep(Button.DEADMAN), ScriptStep(Button.TAKEOFF, "enabled", 0.5), ScriptStep(Button.RELEASE)],
+        clock=clock,
+    )
+    held = source.poll("idle")
+    assert [(e.button, e.pressed) for e in held] == [(Button.DEADMAN, True)]  # held, not released
+    assert source.poll("idle") == []  # waits for its phase
+    assert source.poll("enabled") == []  # then its delay
+    clock.now = 0.6
+    pressed = source.poll("enabled")
+    assert [(e.button, e.pressed) for e in pressed[:2]] == [(Button.TAKEOFF, True), (Button.TAKEOFF, False)]
+    assert [(e.button, e.pressed) for e in pressed[2:]] == [(Button.DEADMAN, False)]
+    assert source.finished
+
+
+def test_the_shipped_scripts_read_and_bad_ones_are_named(tmp_path):
+    fly = ScriptedSource.from_file(FLIGHTS / "operator-fly.toml")
+    assert [s.button for s in fly.steps][:5] == [
+        Button.DEADMAN,
+        Button.ENABLE,
+        Button.TAKEOFF,
+        Button.START_TRANSPORT,
+        Button.CONFIRM,
+    ]
+    release = ScriptedSource.from_file(FLIGHTS / "operator-release.toml")
+    assert release.steps[-1] == ScriptStep(Button.RELEASE, "transport", 10.0)
+    bad = tmp_path / "bad.toml"
+    for text, message in (
+        ('[[step]]\nbutton = "jump"\n', r"step\[0\].button: expected one of"),
+        ('[[step]]\nbutton = "land"\nwhen = "flying"\n', r"step\[0\].when: expected one of"),
+        ('[[step]]\nbutton = "land"\nwait_s = -1\n', r"step\[0\].wait_s: expected a non-negative"),
+        ('[[step]]\nwhen = "done"\n', r"step\[0\]: missing 'button'"),
+        ('[[stepp]]\nbutton = "land"\n', "unknown key 'stepp'"),
+    ):
+        bad.write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            ScriptedSource.from_file(bad)
+    with pytest.raises(UsageError, match="--operator: expected script:FILE"):
+        input_source("joystick")
+
+
+def test_the_keyboard_latches_the_deadman_and_reads_the_buttons():
+    master, slave = os.openpty()
+    stream = os.fdopen(slave, "r")
+    source = KeyboardSource(stream)
+    try:
+        os.write(master, b" et")
+        time.sleep(0.05)
+        events = [(e.button, e.pressed) for e in source.poll("idle")]
+        assert events[0] == (Button.DEADMAN, True)
+        assert (Button.ENABLE, True) in events and (Button.TAKEOFF, True) in events
+        os.write(master, b"x")
+        time.sleep(0.05)
+        assert [(e.button, e.pressed) for e in source.poll("idle")] == [(Button.DEADMAN, False)]
+    finally:
+        source.close()
+        stream.close()
+        os.close(master)
+
+
+class Pilot:
+    def __init__(self):
+        self.commands: list[tuple[str, float]] = []
+        self.telemetry = None
+        self.state = None
+
+    def command(self, name: str) -> None:
+        self.commands.append((name, time.time()))
+
+    def enable(self, on: bool) -> None:
+        self.commands.append((f"enable {on}", time.time()))
+
+
+class Pilots:
+    def __init__(self, n):
+        self.clients = [Pilot() for _ in range(n)]
+        self.time = 3.0
+        self.actions: list[tuple[int, str]] = []
+
+    def command(self, i: int, action: str) -> None:
+        self.actions.append((i, action))
+
+
+def run_station(steps, phase="idle", seconds=0.3):
+    flight = read_flight(EXAMPLE)
+    backend = Pilots(flight.n_uavs)
+    station = Station(flight, backend, ScriptedSource(steps))
+    station.phase = phase
+    station.transporting = phase == "transport"
+    station.start()
+    time.sleep(seconds)
+    return station, backend
+
+
+def test_letting_the_deadman_go_switches_every_quadrotor_off_at_once():
+    station, backend = run_station(
+        [ScriptStep(Button.DEADMAN), ScriptStep(Button.RELEASE, wait_s=0.1)], "transport"
+    )
+    try:
+        offs = [t for pilot in backend.clients for name, t in pilot.commands if name == "off"]
+        assert len(offs) == 3
+        assert max(offs) - station.released_at < 0.05
+        assert station.safety.stopped and station.safety.stop_status == "operator_off"
+        assert station.safety.events[0].rule == "deadman"
+        with pytest.raises(FlightAborted, match="dead-man"):
+            station.check_deadman()
+        assert [a["action"] for a in station.log.actions] == ["deadman_held", "deadman_released"]
+    finally:
+        station.close()
+
+
+def test_enable_without_the_deadman_is_refused():
+    flight = read_flight(EXAMPLE)
+    backend = Pilots(flight.n_uavs)
+    station = Station(flight, backend, ScriptedSource([ScriptStep(Button.ENABLE)]))
+    station.start()
+    try:
+        assert station.wait_button(Button.ENABLE, timeout_s=2.0) is Button.ENABLE
+        assert not station.deadman  # the flight's prepare() refuses to arm then
+    finally:
+        station.close()
+
+
+def test_hover_during_the_transport_stops_it_in_hover():
+    station, backend = run_station([ScriptStep(Button.DEADMAN), ScriptStep(Button.HOVER)], "transport")
+    try:
+        assert sorted(backend.actions) == [(0, "hover"), (1, "hover"), (2, "hover")]
+        assert station.safety.stopped and station.safety.stop_status == "operator_hover"
+        assert not any(name == "off" for p in backend.clients for name, _ in p.commands)
+    finally:
+        station.close()
