@@ -202,11 +202,18 @@ class PlannerNode:
         uav: int | None = None,
         quad_names: list[str] | None = None,
         pilot_queue: str = "stock",
+        relay: bool = False,
     ):
         self.config = config
         self.system = config.system
         self.planner = planner
         self.uav = uav
+        self.relay = relay
+        if relay and uav is None:
+            raise UsageError("--relay: a flight's planner nodes are students (--planner student --uav I)")
+        """Plans go to the flight station (``RELAY_TOPIC``), which passes them through the
+        safety module, instead of to the pilots; decisions follow the station's reference
+        horizons on the wall clock (no ``/clock`` in a flight)."""
         self.names = quad_names or default_quad_names(self.system.n_uavs)
         self.pilot_queue = pilot_queue
         self.period_s = 1.0 / config.simulation.planner_rate_hz
@@ -234,19 +241,27 @@ class PlannerNode:
         rospy = ros1.rospy()
         m = ros1.messages()
         margin = {} if self.uav is None else {"margin_s": STUDENT_MARGIN_S}
-        self.clients = {
-            i: AgirosClient(self.names[i], self.pilot_queue, self.period_s, **margin) for i in self.uavs
-        }
         self._subscribers = [
             rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, m.Reference, self._on_horizon, queue_size=2)
         ]
+        if self.relay:  # no pilot topic is touched: the own state is read, nothing sent
+            self.clients = {}
+            own_state = ros1.STATE_TOPIC.format(quad=self.names[self.uav])
+            self._subscribers.append(
+                rospy.Subscriber(own_state, m.QuadState, self._on_own_state, queue_size=10)
+            )
+        else:
+            self.clients = {
+                i: AgirosClient(self.names[i], self.pilot_queue, self.period_s, **margin) for i in self.uavs
+            }
         if self.uav is None:
             self.observer = WorldObserver(
                 self.config, self.names, [self.clients[i] for i in self.uavs], clock=lambda: self._clock
             )
         else:
             self._own, self._load = _Stream(lambda: self._clock), _Stream(lambda: self._clock)
-            self.clients[self.uav].on_state = self._on_own_state
+            if not self.relay:
+                self.clients[self.uav].on_state = self._on_own_state
             self._subscribers.append(
                 rospy.Subscriber(ros1.LOAD_POSE_TOPIC, m.PoseStamped, self._on_load_pose, queue_size=10)
             )
@@ -257,9 +272,14 @@ class PlannerNode:
         self._anchor: float | None = None  # ROS time of the episode's first decision
         self._last_horizon: float | None = None  # stamp of the newest reference horizon
         self._decision = -1
+        self._decision_time: float | None = None
         self._due = threading.Event()
         self._stop = threading.Event()
         self._subscribers.append(rospy.Subscriber("/clock", m.Clock, self._on_clock, queue_size=10))
+        self._relays = {
+            i: rospy.Publisher(RELAY_TOPIC.format(quad=self.names[i]), m.Reference, queue_size=5)
+            for i in self.uavs
+        }
         self._worker = threading.Thread(target=self._plan_when_due, daemon=True, name="cableload-planner")
         self._worker.start()
 
@@ -298,6 +318,14 @@ class PlannerNode:
         self._last_horizon = stamp
         if self._anchor is not None and last is not None and stamp - last < NEW_EPISODE_GAP_S:
             periods = (stamp - self._anchor) / self.period_s
+            if self.relay:  # the station's horizon is its decision: plan for it now
+                if stamp > last:
+                    if self._due.is_set():
+                        self.skipped += 1
+                    self._decision = max(self._decision + 1, round(periods))
+                    self._decision_time = stamp
+                    self._due.set()
+                return
             if abs(periods - round(periods)) < 1e-3:
                 self._retry_if_failed()  # a newer horizon may cover what the last did not
                 return
@@ -305,6 +333,7 @@ class PlannerNode:
         # planner's memory of any earlier episode forgotten (history, warm start)
         self._anchor = stamp
         self._decision = 0
+        self._decision_time = stamp
         self._fresh = True
         self._due.set()
 
@@ -388,7 +417,7 @@ class PlannerNode:
         anchor = self._anchor
         if anchor is None:
             return False
-        decided = anchor + self._decision * self.period_s
+        decided = self._decision_time if self.relay else anchor + self._decision * self.period_s
         wait_until_known(self._known_until, decided)  # the world's states of that time
         if self._fresh:
             self._fresh = False
@@ -420,9 +449,13 @@ class PlannerNode:
         now = ros1.rospy().get_time()
         stand_in = _PositionOnly(state_t, positions, self.system.n_uavs)
         for i, plan in plans.items():
+            checked = self.guard.check(i, plan, stand_in)
+            if self.relay:
+                self._relays[i].publish(ros1.reference_message(checked))
+                continue
             if self.clients[i].sent == 0:  # the first plan reaches every subscriber
                 self.clients[i].wait_for_subscribers()
-            self.clients[i].send(self.guard.check(i, plan, stand_in), now=now)
+            self.clients[i].send(checked, now=now)
         self.plan_times.append(time.perf_counter() - start)
         if self._last_sent is not None:
             self.send_gaps.append(now - self._last_sent)
@@ -448,7 +481,7 @@ class PlannerNode:
             )
         if self.send_gaps:
             gaps = np.asarray(self.send_gaps)
-            limit = self.period_s + next(iter(self.clients.values())).margin_s
+            limit = self.period_s + (0.0 if self.relay else next(iter(self.clients.values())).margin_s)
             text += (
                 f"; gap between sends: max {gaps.max():.3f} s, {int(np.sum(gaps > limit))} over {limit:.2f} s"
             )
@@ -489,10 +522,18 @@ def run_node(
     pilot_queue: str,
     quad_names: list[str] | None = None,
     wait_s: float = 120.0,
+    relay: bool = False,
 ) -> PlannerNode:
-    """Start a planner node in this process (after the world has set ``/use_sim_time``)."""
-    node = PlannerNode(config, planner, uav=uav, quad_names=quad_names, pilot_queue=pilot_queue)
-    _wait_for_sim_time(wait_s)
+    """Start a planner node in this process (after the world has set ``/use_sim_time``; with
+    ``relay``, a flight's node on the wall clock, once a master answers)."""
+    node = PlannerNode(config, planner, uav=uav, quad_names=quad_names, pilot_queue=pilot_queue, relay=relay)
+    if relay:
+        from backends.gazebo import master_reachable, master_uri
+
+        if not master_reachable(timeout=1.0):
+            raise ros1.RosFailure(f"no ROS master at {master_uri()}")
+    else:
+        _wait_for_sim_time(wait_s)
     init_node("cableload_teacher" if uav is None else f"cableload_student_{node.names[uav]}")
     node.connect()
     ros1.freeze_heap()  # no full garbage collection stops the node for 0.1-0.4 s mid-flight
@@ -521,6 +562,9 @@ def _wait_for_sim_time(wait_s: float) -> None:
     )
 
 
+RELAY_TOPIC = "/{quad}/cableload/plan"
+"""A flight's planner node publishes its plans here (``agiros_msgs/Reference``, ROS times): the
+flight station checks them with the safety module and sends the pilots what passes."""
 NODE_SILENCE_S = 1.0
 """A planner node from which no plan has come for this much world time (s) is lost: killed,
 stuck or disconnected (``node_lost``). A stock pilot's queue has run dry long before."""

@@ -169,7 +169,8 @@ def warm_up(planner, config, reference, load_p, load_q) -> None:
     planner.plan(sim.world_state(), reference)
     planner.reset()
     inner, path = getattr(planner, "planner", None), getattr(reference, "path", None)
-    if inner is not None and path is not None:  # a hand-over: its planner first flies mid-flight
+    if inner is not None and path is not None and getattr(inner, "warm_up", True):
+        # a hand-over: its planner first flies mid-flight
         p0, q0 = path.start_pose()
         sim.reset(p0, q0)
         inner.plan(sim.world_state(), path)

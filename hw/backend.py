@@ -66,7 +66,8 @@ class ArenaObserver(WorldObserver):
         self._lock = threading.Lock()
         self.trackers = {flight.load.body: BodyTracker.for_load(config.sensing, flight.load.body)}
         for quad in flight.quads:
-            self.trackers[quad.body] = BodyTracker.for_quadrotor(config.sensing, quad.body)
+            # the planners fly on the pilots' states: a quadrotor's frames are only watched
+            self.trackers[quad.body] = BodyTracker.for_quadrotor(config.sensing, quad.body, filtered=False)
         self.load_body = flight.load.body
         for i, client in enumerate(clients):
             client.on_state = self._quad_callback(i)

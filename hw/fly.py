@@ -371,6 +371,8 @@ def fly(
     log_path=None,
     overwrite: bool = False,
     out=sys.stderr,
+    nodes: bool = False,
+    node_wait_s: float = 30.0,
 ) -> dict:
     """One flight (see the module's docstring); the result as ``cableload fly --json`` prints
     it."""
@@ -391,9 +393,14 @@ def fly(
     try:
         station.prepare()
         station.wait_button(Button.START_TRANSPORT)
-        planner = build_planner(
-            Flight(config, reference, duration, safety=flight.safety), planner_name, planner_options
-        )
+        plan_flight = Flight(config, reference, duration, safety=flight.safety)
+        if nodes:
+            from backends.session import with_lift
+            from hw.nodes import RelayedNodes
+
+            planner = with_lift(RelayedNodes(backend, node_wait_s), plan_flight)
+        else:
+            planner = build_planner(plan_flight, planner_name, planner_options)
         p0, q0 = reference.start_pose()
         warm_up(planner, config, reference, p0, q0)
         station.show_first_plans(planner, reference)
@@ -430,13 +437,22 @@ def fly(
         if result["status"] in ("aborted", "completed") or err.status == "operator_off":
             result["status"] = err.status
         result.setdefault("message", str(err))
+    except BaseException:  # Ctrl-C, a failure of the station itself: when in doubt, hover
+        station.transporting = False
+        if station.released_at is None:
+            for client in backend.clients:
+                client.command("force_hover")
+        raise
     finally:
         station.close()
         if station.released_at is not None and station.phase != "landed":
             result["status"] = "operator_off"
             result["off_delay_s"] = station.off_sent_at - station.released_at
         result["plans_rejected"] = int(result.get("rejected_plans", 0))
-        result["safety_events"] = station.safety.report()["safety_events"]
+        result["safety_events"] = [
+            {**event, "quadrotor": None if event["uav"] is None else flight.names[event["uav"]]}
+            for event in station.safety.report()["safety_events"]
+        ]
         result["operator_actions"] = [dict(a) for a in station.log.actions]
         if log is not None:
             log.close(

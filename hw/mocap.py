@@ -29,8 +29,19 @@ class BodyTracker:
     """One rigid body's pose stream and its filtered pose and twist (world position and
     velocity, attitude w, x, y, z body to world, body rates in the body frame)."""
 
-    def __init__(self, name: str, params: SensingParams, jerk_psd: float, angular_accel_psd: float):
+    def __init__(
+        self,
+        name: str,
+        params: SensingParams,
+        jerk_psd: float,
+        angular_accel_psd: float,
+        filtered: bool = True,
+    ):
         self.name = name
+        self.filtered = filtered
+        """Without the filter only the frames' stamps and the newest position are kept (a body
+        whose twist nobody needs: the cheap way to watch its age and rate)."""
+        self.position: np.ndarray | None = None
         self.filter = PoseFilter(
             [jerk_psd], [angular_accel_psd], params.position_noise_m, params.attitude_noise_rad
         )
@@ -44,8 +55,8 @@ class BodyTracker:
         return cls(name, params, params.load_jerk_psd, params.load_angular_accel_psd)
 
     @classmethod
-    def for_quadrotor(cls, params: SensingParams, name: str) -> BodyTracker:
-        return cls(name, params, params.uav_jerk_psd, params.uav_angular_accel_psd)
+    def for_quadrotor(cls, params: SensingParams, name: str, filtered: bool = True) -> BodyTracker:
+        return cls(name, params, params.uav_jerk_psd, params.uav_angular_accel_psd, filtered)
 
     @property
     def started(self) -> bool:
@@ -60,13 +71,16 @@ class BodyTracker:
             self.dropped += 1
             return False
         q = q / norm
-        if self.last_stamp is None:
-            self.filter.start(stamp, p, q)
-        elif stamp <= self.last_stamp:
+        if self.last_stamp is not None and stamp <= self.last_stamp:
             self.dropped += 1
             return False
+        if not self.filtered:
+            pass
+        elif self.last_stamp is None:
+            self.filter.start(stamp, p, q)
         else:
             self.filter.update(stamp, p, q)
+        self.position = p[0]
         self.last_stamp = float(stamp)
         self.frames += 1
         self._stamps.append(float(stamp))
@@ -76,6 +90,8 @@ class BodyTracker:
         """Position, velocity, attitude and body rates predicted to ``t`` (s)."""
         if self.last_stamp is None:
             raise RuntimeError(f"motion capture of {self.name}: no frame yet")
+        if not self.filtered:
+            raise RuntimeError(f"motion capture of {self.name}: tracked without its filter")
         p, v, q, omega = self.filter.predicted(t)
         return p[0], v[0], q[0], omega[0]
 

@@ -5,11 +5,13 @@ A reference from the ground (``cableload_sim.trajectories.lift.FromGround``) sta
 load resting on the floor and slack cables, which neither the teacher's model (no ground, taut
 cables) nor the student's training covers. ``HandOver`` wraps such a planner: before the path
 phase, and until the load hangs free, the formation planner that knows the lift flies
-(``formation-tilt``); from then until the path's end the chosen planner flies; from the start of
-the descent the lift planner flies again, sets the load down and lands. The load hangs free
-when it is ``free_height_m`` above where it rested and its cables carry at least
-``free_tension_share`` of its weight. A load that is not free by the path phase keeps the lift
-planner until it is (counted in the report: ``handover_delay_s``).
+(``formation-tilt``); from then until the path's end the chosen planner flies (it plans
+alongside for ``shadow_s`` before, its plans not sent, so that its history and warm start are
+its own at the hand-over); from the start of the descent the lift planner flies again, sets the
+load down and lands. The load hangs free when it is ``free_height_m`` above where it rested
+and its cables carry at least ``free_tension_share`` of its weight. A load that is not free by
+the path phase keeps the lift planner until it is (counted in the report:
+``handover_delay_s``).
 
 The hand-over needs no shared state: the chosen planner starts from the state as observed, the
 lift planner remembers where each quadrotor stood at its first plan (and lands them there).
@@ -38,6 +40,7 @@ class HandOver:
         system: SystemParams,
         free_height_m: float = 0.1,
         free_tension_share: float = 0.8,
+        shadow_s: float = 1.0,
     ):
         self.planner = planner
         self.lift = lift
@@ -45,6 +48,7 @@ class HandOver:
         self.name = planner.name
         self.free_height_m = float(free_height_m)
         self.free_tension_share = float(free_tension_share)
+        self.shadow_s = float(shadow_s)
         self.reset()
 
     def reset(self) -> None:
@@ -80,7 +84,20 @@ class HandOver:
             self.handed_back_at = t
         if self.phase == "path":
             return self.planner.plan(state, reference)
-        return self.lift.plan(state, reference)
+        plans = self.lift.plan(state, reference)
+        if self.phase == "lift" and t >= reference.t_path - self.shadow_s:
+            self._shadow(state, reference)
+        return plans
+
+    def _shadow(self, state: WorldState, reference) -> None:
+        """Let the chosen planner plan before it flies (its plans are not sent): a student's
+        observation history fills and a teacher's solver is warm at the hand-over; planner
+        nodes get the reference and start planning."""
+        prime = getattr(self.planner, "prime", None)
+        if prime is not None:
+            prime(state, reference)
+        else:
+            self.planner.plan(state, reference)
 
     def health(self):
         inner = getattr(self.planner, "health", None)

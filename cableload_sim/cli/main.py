@@ -620,6 +620,8 @@ def cmd_fly(args) -> int:
     from hw.preflight import preflight
 
     flight = read_flight(args.flight)
+    if args.nodes and args.planner != "student":
+        raise CliError("--nodes: the students run as nodes; use it with --planner student")
     config = flight.load_config(getattr(args, "set", None) or ())
     args.from_ground = True
     reference = build_reference(args)
@@ -657,6 +659,8 @@ def cmd_fly(args) -> int:
         planner_options=_planner_options(args.planner, args, [reference], config.system.n_uavs),
         log_path=args.log,
         overwrite=args.overwrite,
+        nodes=args.nodes,
+        node_wait_s=args.node_wait,
     )
     if args.json:
         print_json(result)
@@ -706,7 +710,7 @@ def cmd_node(args) -> int:
         signal.SIGINT: signal.getsignal(signal.SIGINT),
     }
     try:
-        node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue)
+        node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue, relay=args.relay)
     except BaseException:
         signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
         raise
@@ -715,8 +719,9 @@ def cmd_node(args) -> int:
         signal.signal(sig, lambda signum, frame: stopped.append(signum))
     rospy = ros1.rospy()
     whom = "every quadrotor" if args.uav is None else node.names[args.uav]
+    how = "for the flight station (`cableload fly --nodes`)" if args.relay else "on the world's clock"
     print(
-        f"cableload node: {args.planner} planning for {whom} on the world's clock",
+        f"cableload node: {args.planner} planning for {whom} {how}",
         file=sys.stderr,
         flush=True,
     )
@@ -926,24 +931,21 @@ def _add_pilot_queue(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _disturbance(text: str):
-    try:
-        force, torque = (float(v) for v in text.split(","))
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"expected FORCE,TORQUE (N, N m), e.g. 2.0,0.2; got {text!r}"
-        ) from err
-    return force, torque
+def _two_numbers(expects: str):
+    """An argparse type: ``A,B``, two numbers; ``expects`` says which, with an example."""
+
+    def parse(text: str) -> tuple[float, float]:
+        try:
+            first, second = (float(v) for v in text.split(","))
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"expected {expects}; got {text!r}") from err
+        return first, second
+
+    return parse
 
 
-def _pair(text: str) -> tuple[float, float]:
-    try:
-        low, high = (float(v) for v in text.split(","))
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"expected MIN,MAX (two numbers), e.g. 0.005,0.02; got {text!r}"
-        ) from err
-    return low, high
+_disturbance = _two_numbers("FORCE,TORQUE (N, N m), e.g. 2.0,0.2")
+_pair = _two_numbers("MIN,MAX (two numbers), e.g. 0.005,0.02")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1241,6 +1243,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds of the transport, ground to ground (eight-medium: 32 s), then the landing",
     )
     p.add_argument("--skip-preflight", action="store_true", help="fly without the preflight checks")
+    p.add_argument(
+        "--nodes",
+        action="store_true",
+        help="with --planner student: the students run as `cableload node --planner student "
+        "--uav I --relay` processes, one per quadrotor (started by you, anywhere on the ROS "
+        "graph); their plans pass the safety module here",
+    )
+    p.add_argument(
+        "--node-wait",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="with --nodes: how long (s) to wait for every node's first plan at the hand-over",
+    )
     _add_policy(p)
     _add_log(p)
     _add_reference(p)
@@ -1264,6 +1280,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     _add_policy(p)
     _add_pilot_queue(p)
+    p.add_argument(
+        "--relay",
+        action="store_true",
+        help="a flight's node: send the plans to the flight station (/<quad>/cableload/plan), "
+        "which checks them with the safety module, instead of to the pilots; plan on the wall "
+        "clock at each of the station's decisions (`cableload fly --nodes`)",
+    )
     p.set_defaults(func=cmd_node)
     for command in sub.choices.values():  # every command that reads a --config takes --set
         if "--config" in command._option_string_actions:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import flights
 import numpy as np
+import pytest
 
 from cableload_sim.params import load_config
 from cableload_sim.physics.sensing import MotionCapture
@@ -66,3 +67,15 @@ def test_dropped_and_late_frames_are_skipped_and_the_age_grows():
     k = int(np.argmin(np.abs(s.t - last)))
     rel = quat_to_matrix(q).T @ quat_to_matrix(s.load_q[k])
     assert np.degrees(np.arccos(np.clip((np.trace(rel) - 1) / 2, -1, 1))) < 1.0
+
+
+def test_a_body_watched_without_its_filter_keeps_its_age_rate_and_position():
+    config, s, frames = captured_flight()
+    tracker = BodyTracker.for_quadrotor(config.sensing, "quad1", filtered=False)
+    for frame in frames[:200]:
+        assert tracker.add(frame.t, frame.p[0], frame.q[0])
+    np.testing.assert_allclose(tracker.position, frames[199].p[0])
+    assert abs(tracker.rate_hz() - 100.0) < 1.0
+    assert abs(tracker.age(frames[199].t + 0.1) - 0.1) < 1e-12
+    with pytest.raises(RuntimeError, match="without its filter"):
+        tracker.estimate(frames[199].t)
