@@ -209,6 +209,9 @@ class PlannerNode:
         self.planner = planner
         self.uav = uav
         self.relay = relay
+        self.origin = float(np.floor(time.time())) if relay else 0.0
+        """Times here are ROS times minus this (s): a flight's wall-clock times (about 1.8e9 s)
+        leave a float32 in the student's network no precision at all."""
         if relay and uav is None:
             raise UsageError("--relay: a flight's planner nodes are students (--planner student --uav I)")
         """Plans go to the flight station (``RELAY_TOPIC``), which passes them through the
@@ -308,13 +311,15 @@ class PlannerNode:
                 client.reset_queue()
             return
         try:
-            reference = SampledReference(ros1.load_setpoints_arrays(msg))
+            arrays = ros1.load_setpoints_arrays(msg)
+            arrays["t"] = arrays["t"] - self.origin
+            reference = SampledReference(arrays)
         except ValueError:
             self.horizons_ignored += 1
             return
         self.reference = reference
         self._owner, self._owner_seen = caller, clock
-        stamp, last = msg.header.stamp.to_sec(), self._last_horizon
+        stamp, last = msg.header.stamp.to_sec() - self.origin, self._last_horizon
         self._last_horizon = stamp
         if self._anchor is not None and last is not None and stamp - last < NEW_EPISODE_GAP_S:
             periods = (stamp - self._anchor) / self.period_s
@@ -339,11 +344,13 @@ class PlannerNode:
 
     def _on_load_pose(self, msg) -> None:
         q = ros1.wxyz(msg.pose.orientation)
-        self._load.add(msg.header.stamp.to_sec(), ros1.xyz(msg.pose.position), q / np.linalg.norm(q))
+        self._load.add(
+            msg.header.stamp.to_sec() - self.origin, ros1.xyz(msg.pose.position), q / np.linalg.norm(q)
+        )
 
     def _on_own_state(self, msg) -> None:
         t, p, q, v, w, _ = ros1.from_quad_state(msg)
-        self._own.add(t, p, q, v, w)
+        self._own.add(t - self.origin, p, q, v, w)
 
     def _observation(self) -> LocalObservation | None:
         """The own state and the load's pose at one time: the later of the two streams'
@@ -451,7 +458,7 @@ class PlannerNode:
         for i, plan in plans.items():
             checked = self.guard.check(i, plan, stand_in)
             if self.relay:
-                self._relays[i].publish(ros1.reference_message(checked))
+                self._relays[i].publish(ros1.reference_message(checked, self.origin))
                 continue
             if self.clients[i].sent == 0:  # the first plan reaches every subscriber
                 self.clients[i].wait_for_subscribers()
@@ -473,6 +480,8 @@ class PlannerNode:
             f"dropped for their stamps, {self.horizons_ignored} reference horizons ignored, "
             f"{self.retries} decisions retried" + (f" (last: {self.nothing_why})" if self.retries else "")
         )
+        if self.guard.replaced:
+            text += f"; {self.guard.replaced} plans replaced by the guard (first: {self.guard.reasons[0]})"
         if self.plan_times:
             ms = 1e3 * np.asarray(self.plan_times)
             text += (
@@ -532,12 +541,27 @@ def run_node(
 
         if not master_reachable(timeout=1.0):
             raise ros1.RosFailure(f"no ROS master at {master_uri()}")
+        _warm_up(config, planner)  # in a flight nothing waits while a first plan is slow
     else:
         _wait_for_sim_time(wait_s)
     init_node("cableload_teacher" if uav is None else f"cableload_student_{node.names[uav]}")
     node.connect()
     ros1.freeze_heap()  # no full garbage collection stops the node for 0.1-0.4 s mid-flight
     return node
+
+
+def _warm_up(config: Config, planner, plans: int = 5) -> None:
+    """Plan a few times from hover and forget it: the first calls of a network (torch's
+    optimizing executor) or a solver take far longer than the rest."""
+    from cableload_sim.physics.simulator import Simulator
+    from cableload_sim.trajectories import make_reference
+
+    reference = make_reference("eight-medium")
+    sim = Simulator(config)
+    sim.reset(*reference.start_pose())
+    for _ in range(plans):
+        planner.plan(sim.world_state(), reference)
+    planner.reset()
 
 
 def _wait_for_sim_time(wait_s: float) -> None:

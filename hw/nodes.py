@@ -94,13 +94,14 @@ class RelayedNodes:
 
     def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
         asked = self._asked_at = time.time()
-        first = all(p is None for p in self._plans)
+        first = any(p is None for p in self._plans)  # a node has not planned yet: wait for it
         self.publish_reference(reference, state.t)
         limit = self.first_plan_wait_s if first else self.wait_s
         deadline = asked + limit
+        decided = state.t + self.backend.t0 - 1e-3  # a node plans from the decision's instant on
         with self._cond:
             while True:
-                fresh = [p is not None and p[0] >= asked for p in self._plans]
+                fresh = [p is not None and p[1].t[0] >= decided for p in self._plans]
                 if all(fresh) or time.time() >= deadline:
                     break
                 self._cond.wait(timeout=min(0.002, max(deadline - time.time(), 0.0)))
