@@ -37,7 +37,7 @@ from cableload_sim.metrics import uav_distances
 from hw.backend import HardwareBackend
 from hw.flight import FlightFile
 from hw.operator import Button, InputSource, OperatorEvent
-from hw.safety import Action, SafetyModule
+from hw.safety import Action, SafetyInputs, SafetyModule, decide
 
 POLL_S = 0.002
 """How often the operator's input is read (s): the dead-man's reaction time."""
@@ -88,6 +88,7 @@ class Station:
         self._stop = threading.Event()
         self._watch = threading.Thread(target=self._read_input, name="operator", daemon=True)
         self.transporting = False
+        self._markers = None
 
     # -- the input thread --------------------------------------------------------------------
 
@@ -253,7 +254,10 @@ class Station:
         guard = PlanGuard()
         plans = [guard.check(i, p, state) for i, p in enumerate(planner.plan(state, reference))]
         planner.reset()
-        publish_markers(plans, self.flight.names)
+        if self._markers is None:
+            self._markers = marker_publisher()
+        if self._markers is not None:
+            self._markers.publish(plan_markers(plans, self.flight.names))
         for name, plan in zip(self.flight.names, plans):
             speed = np.linalg.norm(plan.v, axis=1).max()
             self.say(
@@ -261,7 +265,10 @@ class Station:
                 f"{np.round(plan.p[-1], 2).tolist()} m over {plan.t[-1] - plan.t[0]:.1f} s, "
                 f"top speed {speed:.2f} m/s"
             )
-        closest = min(uav_distances(np.stack([p.p for p in plans], axis=1)).min(), np.inf)
+        closest = float(uav_distances(np.stack([p.p for p in plans], axis=1)).min())
+        preview = decide(plans, SafetyInputs(state.t, state), self.flight.safety)
+        for event in preview.events:
+            self.say(f"the safety module would refuse them: {event.rule}: {event.reason}")
         self.say(f"closest approach of the first plans {closest:.2f} m; press confirm to fly them")
         self.phase = "shown"
 
@@ -285,37 +292,41 @@ class Station:
         self.phase = "landed"
 
 
-def publish_markers(plans, names: list[str]) -> None:
-    """The plans as RViz line strips on ``/cableload/plans`` (``visualization_msgs``)."""
+def marker_publisher():
+    """A latched publisher of RViz markers on ``/cableload/plans`` (None without Debian's
+    ``python3-visualization-msgs``: the terminal summary is shown all the same)."""
     try:
-        from visualization_msgs.msg import Marker, MarkerArray
-    except ImportError:  # not installed: the terminal summary is shown all the same
-        return
+        from visualization_msgs.msg import MarkerArray
+    except ImportError:
+        return None
     from backends import ros1
 
-    rospy = ros1.rospy()
-    global _MARKERS
-    if _MARKERS is None:
-        _MARKERS = rospy.Publisher("/cableload/plans", MarkerArray, queue_size=1, latch=True)
+    return ros1.rospy().Publisher("/cableload/plans", MarkerArray, queue_size=1, latch=True)
+
+
+def plan_markers(plans, names: list[str]):
+    """The plans as RViz line strips (``visualization_msgs/MarkerArray``), one per quadrotor."""
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from backends import ros1
+
     array = MarkerArray()
     for k, (name, plan) in enumerate(zip(names, plans)):
         marker = Marker()
         marker.header = ros1.header(time.time())
         marker.ns, marker.id, marker.type, marker.action = name, k, Marker.LINE_STRIP, Marker.ADD
         marker.scale.x = 0.02
+        shade = k / max(len(plans) - 1, 1)  # blue to red across the quadrotors
         marker.color.r, marker.color.g, marker.color.b, marker.color.a = (
-            0.1,
-            0.6 + 0.1 * k,
-            1.0 - 0.2 * k,
+            0.1 + 0.8 * shade,
+            0.6,
+            0.9 - 0.8 * shade,
             1.0,
         )
         marker.pose.orientation.w = 1.0
         marker.points = [ros1.point(p) for p in plan.p]
         array.markers.append(marker)
-    _MARKERS.publish(array)
-
-
-_MARKERS = None
+    return array
 
 
 class FlightLog:

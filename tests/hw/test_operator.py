@@ -157,3 +157,25 @@ def test_hover_during_the_transport_stops_it_in_hover():
         assert not any(name == "off" for p in backend.clients for name, _ in p.commands)
     finally:
         station.close()
+
+
+def test_the_first_plans_are_shown_as_one_line_strip_per_quadrotor():
+    pytest.importorskip("visualization_msgs.msg", reason="needs python3-visualization-msgs")
+    import numpy as np
+
+    from cableload_sim.horizon import node_times
+    from cableload_sim.physics.world import UavTrajectory
+    from hw.fly import plan_markers
+
+    times = node_times(0.0)
+    plans = []
+    for k in range(3):
+        p = np.zeros((times.size, 3))
+        p[:, 0] = times + k
+        zeros = np.zeros_like(p)
+        plans.append(UavTrajectory(times, p, zeros, zeros, zeros, zeros))
+    markers = plan_markers(plans, ["quad1", "quad2", "quad3"]).markers
+    assert [m.ns for m in markers] == ["quad1", "quad2", "quad3"]
+    assert [len(m.points) for m in markers] == [times.size] * 3
+    assert markers[2].points[-1].x == pytest.approx(times[-1] + 2)
+    assert all(0.0 <= c <= 1.0 for m in markers for c in (m.color.r, m.color.g, m.color.b))
