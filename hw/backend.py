@@ -188,8 +188,10 @@ class HardwareBackend:
             raise EpisodeAborted("backend_failed", f"nothing received from {missing}")
         # time zero: the newest instant the whole system is known at (the first state the
         # planners see is at t = 0, never before)
-        self.observer.t0 = self.observer.latest_time()
-        self.t0 = self.observer.t0 + self.observer.origin
+        start = self.observer.latest_time()
+        assert start is not None  # wait_ready found the whole system known at some instant
+        self.observer.t0 = start
+        self.t0 = start + self.observer.origin
         self._period_end = 0.0
         self._last_sample = self.observer.t0
         for client in self.clients:

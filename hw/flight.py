@@ -36,8 +36,10 @@ against ``cableload world --hardware`` is shipped as ``hw/flights/example.toml``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -171,8 +173,12 @@ _FLIGHT_KEYS = {
     "pilot_queue": checks.choice(QUEUE_MODES),
     "takeoff_height_m": checks.positive,
 }
-_QUAD_CHECKS = {"name": _ros_name, "body": _ros_name, "slot": checks.vector(3)}
-_LOAD_CHECKS = {"body": _ros_name, "start": checks.vector(3)}
+_QUAD_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "name": _ros_name,
+    "body": _ros_name,
+    "slot": checks.vector(3),
+}
+_LOAD_CHECKS: dict[str, Callable[[str, Any], Any]] = {"body": _ros_name, "start": checks.vector(3)}
 _ARENA_KEYS = {"min", "max", "geofence_margin_m"}
 _SAFETY_FIELDS = {f.name for f in dataclasses.fields(SafetyLimits)} - {
     "arena_min",

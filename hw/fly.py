@@ -334,7 +334,7 @@ class FlightLog:
     actions (episode times) and the flight's end, written when the flight ends (after the
     landing), not when the transport does."""
 
-    def __init__(self, writer):
+    def __init__(self, writer) -> None:
         from cableload_sim.io.runlog import make_typestore
 
         self.writer = writer
@@ -456,7 +456,7 @@ def fly(
         raise
     finally:
         station.close()
-        if station.released_at is not None and station.phase != "landed":
+        if station.released_at is not None and station.off_sent_at is not None and station.phase != "landed":
             result["status"] = "operator_off"
             result["off_delay_s"] = station.off_sent_at - station.released_at
         result["plans_rejected"] = int(result.get("rejected_plans", 0))
@@ -465,7 +465,7 @@ def fly(
             for event in station.safety.report()["safety_events"]
         ]
         result["operator_actions"] = [dict(a) for a in station.log.actions]
-        if log is not None:
+        if log is not None and writer is not None:
             log.close(
                 station.log.actions, backend.t0, result["status"], {"off_delay_s": result.get("off_delay_s")}
             )

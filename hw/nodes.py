@@ -121,10 +121,8 @@ class RelayedNodes:
             return [hover_plan(state.t, state.uav_p[i]) for i in range(len(self.names))]
         self.late += sum(not f for f in fresh)
         t0 = self.backend.t0
-        return [
-            UavTrajectory(p.t - t0, p.p, p.v, p.a, p.j, p.body_rates)
-            for _, p in plans  # episode times
-        ]
+        received = [plan for _, plan in (entry for entry in plans if entry is not None)]
+        return [UavTrajectory(p.t - t0, p.p, p.v, p.a, p.j, p.body_rates) for p in received]  # episode times
 
     def health(self) -> BackendHealth | None:
         now = time.time()

@@ -275,7 +275,8 @@ def _flight(args, config, reference):
     if backend == "gazebo" and getattr(args, "from_ground", False):
         raise CliError(
             "--from-ground: the gazebo backend starts the system in hover; fly from "
-            "the ground on the embedded backend"
+            "the ground on the embedded backend, or in a flight (`cableload fly` against "
+            "the arena or `cableload world --hardware`)"
         )
     options = {"pilot_queue": args.pilot_queue} if backend == "gazebo" else {}
     safety = None
