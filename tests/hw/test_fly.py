@@ -58,7 +58,8 @@ def fault_time(log: str, fault: str) -> float:
 
 
 def embedded_rmse(ros_graph, planner: str) -> float:
-    """The same planner on the embedded simulator, with the flight's sensing and the stock
+    """The same planner on the embedded simulator, with what the hardware world simulates
+    besides the physics: the motion capture's filtered poses, the batteries, and the stock
     pilot's latency (its margin, plus the Wi-Fi's delay)."""
     done = ros_graph.run(
         "simulate",
@@ -80,6 +81,8 @@ def embedded_rmse(ros_graph, planner: str) -> float:
         "link.delay_min_s=0.105",
         "--set",
         "link.delay_max_s=0.12",
+        "--set",
+        "battery.enabled=true",
     )
     result = last_json(done.stdout)
     assert result["status"] == "completed", done.stderr[-2000:]
@@ -130,6 +133,15 @@ def test_a_flight_from_the_ground_through_the_stock_pilot(ros_graph, tmp_path, p
     ]
     assert run.samples.t[-1] > 39.0 and len(run.plans) > 350
     assert run.samples.load_p[:, 2].max() > 0.95  # lifted to the path's height
+    if planner == "teacher":  # and it replays
+        import imageio.v2 as imageio
+
+        from cableload_sim.viz.replay import replay
+
+        shot = tmp_path / "flight.png"
+        assert replay(bag, screenshot=shot, time=20.0, window_size=(330, 250), interactive=False) == [shot]
+        image = imageio.imread(shot)
+        assert (image[..., :3] < 200).any(axis=-1).mean() > 0.002  # something is drawn
 
 
 @pytest.mark.slow
@@ -153,8 +165,48 @@ def test_letting_the_deadman_go_switches_every_quadrotor_off_at_once(ros_graph, 
     assert 9.5 < events[0]["t"] < 11.0
 
 
+FAULT_PUBLISHER = """
+import os, sys, time
+import rospy
+from std_msgs.msg import String
+rospy.init_node("fault_injector", anonymous=True, disable_signals=True)
+publisher = rospy.Publisher("/cableload/world/fault", String, queue_size=10)
+trigger = sys.argv[1]
+while True:
+    if os.path.exists(trigger):
+        publisher.publish(String(open(trigger).read()))
+        os.remove(trigger)
+    time.sleep(0.005)
+"""
+
+
+class FaultInjector:
+    """A process that publishes a fault the moment it is asked to: connected beforehand, so
+    that no process start (a second of CPU for ``rostopic``) coincides with the fault."""
+
+    def __init__(self, ros_graph, folder: Path):
+        import sys
+
+        self.trigger = folder / "fault.txt"
+        ros_graph.start("faults", [sys.executable, "-c", FAULT_PUBLISHER, str(self.trigger)])
+        ros_graph.wait_for(
+            lambda: "/cableload/world/fault" in ros_graph.master_state()["publishers"],
+            60.0,
+            "the fault injector",
+        )
+        time.sleep(1.0)  # the world connects to it
+
+    def send(self, fault: str) -> None:
+        staged = self.trigger.with_suffix(".staged")
+        staged.write_text(fault)
+        staged.rename(self.trigger)
+        while self.trigger.exists():
+            time.sleep(0.01)
+
+
 def fly_with_fault(ros_graph, fault: str, after_s: float = 12.0) -> tuple[dict, str]:
     """A flight whose world is given ``fault`` ``after_s`` into the transport."""
+    injector = FaultInjector(ros_graph, ros_graph.folder)
     process = ros_graph.cableload(
         "fly", "fly", str(EXAMPLE), "--json", "--operator", f"script:{FLY}", "--duration", "40"
     )
@@ -165,11 +217,7 @@ def fly_with_fault(ros_graph, fault: str, after_s: float = 12.0) -> tuple[dict, 
 
     ros_graph.wait_for(shown, 120.0, "the first plans shown")
     time.sleep(after_s)
-    publish = ros_graph.start(
-        "fault",
-        ["rostopic", "pub", "-1", "/cableload/world/fault", "std_msgs/String", f"data: '{fault}'"],
-    )
-    publish.wait(timeout=30)
+    injector.send(fault)
     ros_graph.processes["fly"].wait(timeout=200)
     result = last_json(ros_graph.log("fly", tail=None))
     return result, world_log(ros_graph)
@@ -229,11 +277,9 @@ def test_preflight_passes_then_names_each_quadrotor_and_check_that_fails(ros_gra
     code, report = preflight(ros_graph, moved)
     assert code == 1 and failing(report) == {("quad1", "on its slot (m)")}
     # a motion-capture body missing, a silent state topic
+    injector = FaultInjector(ros_graph, tmp_path)
     for fault in ("mocap-lost quad3", "state-silent quad2"):
-        ros_graph.start(
-            "fault",
-            ["rostopic", "pub", "-1", "/cableload/world/fault", "std_msgs/String", f"data: '{fault}'"],
-        ).wait(timeout=30)
+        injector.send(fault)
     time.sleep(0.5)
     code, report = preflight(ros_graph, EXAMPLE)
     assert code == 1
