@@ -482,6 +482,10 @@ class PlannerNode:
         )
         if self.guard.replaced:
             text += f"; {self.guard.replaced} plans replaced by the guard (first: {self.guard.reasons[0]})"
+        report = self.planner.report()
+        refused = {k: report[k] for k in ("bad_outputs", "bad_observations") if report.get(k)}
+        if refused:  # the student's own fallbacks: outputs or observations it could not use
+            text += "; " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in refused.items())
         if self.plan_times:
             ms = 1e3 * np.asarray(self.plan_times)
             text += (
