@@ -31,13 +31,14 @@ Two kinds of pilot are handled (``queue``):
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 
 import numpy as np
 
 from backends import ros1
-from backends.pilot import ReferenceQueue, reference_problem, sample_nodes
+from backends.pilot import TIME_MODES, TIME_TOLERANCE, ReferenceQueue, reference_problem, sample_nodes
 from cableload_sim.physics.world import UavTrajectory
 
 QUEUE_MODES = ("stock", "replace")
@@ -74,10 +75,14 @@ class StockQueue:
     client resumed from the telemetry's stale end, and the pilot rejected the next reference
     (seen in a clean CI run)."""
 
-    def __init__(self, in_flight_s: float):
+    def __init__(self, in_flight_s: float, tolerance_s: float = 1e-3):
+        """``tolerance_s``: how far short of a reference's expected end the pilot's queue may
+        end and the reference still count as taken (a re-timing pilot's pieces end where
+        their arrival puts them, which the client knows to the link's jitter)."""
         if not in_flight_s > 0.0:
             raise ValueError(f"in_flight_s: expected a positive time, got {in_flight_s!r}")
         self.in_flight_s = in_flight_s
+        self.tolerance_s = tolerance_s
         self.end: float | None = None
         self.rejected = 0
         self._pending: list[tuple[float, float]] = []  # (sent at, end)
@@ -95,7 +100,7 @@ class StockQueue:
         for sent_at, end in self._pending:
             if sent_at + self.in_flight_s > now:
                 keep.append((sent_at, end))
-            elif end > now and queue_end < end - 1e-3:
+            elif end > now and queue_end < end - self.tolerance_s:
                 rejected += 1
         self._pending = keep
         if rejected:
@@ -113,6 +118,17 @@ REJECTED_FOR_S = 1.0
 (``plans_rejected``): the planner no longer flies that quadrotor."""
 
 
+STALE_GRACE_S = 0.005
+"""How long after a stock pilot's queue has run out (s) the client sends the next piece of the
+newest plan when no newer one has come (in lockstep the world's clock waits at the queue's end
+for the next plan, so this never fires there)."""
+TIMER_MIN_S = 0.002
+"""The shortest wait (wall s) of a client's timer."""
+
+RECEIPT_TOLERANCE_S = 0.03
+"""How much earlier than its pilot a watch may see a reference arrive (s): delivery jitter."""
+
+
 class PilotWatch:
     """What one pilot makes of every reference its trajectory topic carries, whoever sent it
     (the episode's clients, planner nodes, anyone else), so that each rejection is counted in
@@ -127,10 +143,16 @@ class PilotWatch:
     mirror's (a reference lost on the way, a queue cleared by a command) replaces it
     (``resynced``). Times are ROS times (s)."""
 
-    def __init__(self, mode: str = "stock", settle_s: float = 0.05):
+    def __init__(self, mode: str = "stock", settle_s: float = 0.05, times: str = "message"):
+        """``times``: how the pilot times a trajectory (``backends.pilot.TIME_MODES``). A watch
+        sees a reference when it does, not when the pilot does, so for a re-timing pilot its
+        mirror counts a reference as after the queue's end within ``RECEIPT_TOLERANCE_S``
+        (the pilot's telemetry corrects the mirror, and the sending client counts the
+        rejections it sees there)."""
         if not settle_s > 0.0:
             raise ValueError(f"settle_s: expected a positive time, got {settle_s!r}")
-        self.queue = ReferenceQueue(mode)
+        tolerance = RECEIPT_TOLERANCE_S if times == "receipt" else TIME_TOLERANCE
+        self.queue = ReferenceQueue(mode, times, tolerance)
         self.settle_s = settle_s
         self.armed: bool | None = None
         """The pilot's ``bridge_armed`` from its newest telemetry (None before one)."""
@@ -211,6 +233,40 @@ class PilotWatch:
         )
 
 
+class LinkLatency:
+    """How long a reference takes from this client to its pilot (s), measured from the pilot's
+    telemetry. A re-timing pilot queues a piece from the moment it arrives, so the end of its
+    queue (``t + reference_left_duration``) less the piece's duration is when the piece
+    arrived; less when it was sent, the latency. The station's and the pilot's clocks are taken
+    as synchronised (chrony; ``cableload preflight`` reports the offset)."""
+
+    KEEP = 25
+    MAX_S = 0.5
+    """A sample beyond this (s) is taken for a mismatch of pieces, not a latency."""
+
+    def __init__(self) -> None:
+        self.samples: collections.deque[float] = collections.deque(maxlen=self.KEEP)
+
+    def add(self, value: float) -> None:
+        if 0.0 <= value <= self.MAX_S:
+            self.samples.append(float(value))
+
+    @property
+    def typical(self) -> float:
+        """The median of the recent samples (0 before one)."""
+        return float(np.median(self.samples)) if self.samples else 0.0
+
+    @property
+    def shortest(self) -> float:
+        """The shortest recent sample (0 before one): no piece arrives sooner."""
+        return min(self.samples) if self.samples else 0.0
+
+    @property
+    def longest(self) -> float:
+        """The longest recent sample (0 before one)."""
+        return max(self.samples) if self.samples else 0.0
+
+
 class AgirosClient:
     """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
 
@@ -222,21 +278,39 @@ class AgirosClient:
         margin_s: float = MARGIN_S,
         resample_s: float = 0.01,
         in_flight_s: float | None = None,
+        times: str = "message",
+        clock=None,
     ):
         """``in_flight_s``: how long a reference may take to reach the pilot and show in its
-        telemetry before it counts as lost or rejected (default two planner periods)."""
+        telemetry before it counts as lost or rejected (default two planner periods).
+        ``times``: how the pilot times a received trajectory (``backends.pilot.TIME_MODES``;
+        agiros re-times it to its arrival). ``clock``: the ROS time now (s; default rospy's),
+        for pieces held back until a re-timing stock pilot's queue ends."""
         if queue not in QUEUE_MODES:
             raise ValueError(f"pilot queue: expected one of {QUEUE_MODES}, got {queue!r}")
+        if times not in TIME_MODES:
+            raise ValueError(f"pilot trajectory times: expected one of {TIME_MODES}, got {times!r}")
         rospy = ros1.rospy()
         m = ros1.messages()
         self.quad = quad
         self.queue = queue
+        self.times = times
+        self.clock = clock if clock is not None else rospy.get_time
         self.period_s, self.margin_s, self.resample_s = period_s, margin_s, resample_s
         self._lock = threading.Lock()
         self.state = None
         self.telemetry = None
         self.sent = 0
-        self._queue = StockQueue(in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s)
+        self.latency = LinkLatency()
+        self._queue = StockQueue(
+            in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s,
+            tolerance_s=0.5 * period_s if times == "receipt" else 1e-3,
+        )
+        self._last_piece: tuple[float, float] | None = None  # (sent at, duration) awaiting a sample
+        self._newest: tuple[UavTrajectory, float, float] | None = None  # (plan, t_offset, left at)
+        self._fresh = False  # whether no piece of the newest plan has been sent yet
+        self._timer: threading.Timer | None = None
+        self._closed = False
 
         def topic(template):
             return template.format(quad=quad)
@@ -270,12 +344,20 @@ class AgirosClient:
         self.telemetry = msg
         if self.on_telemetry is not None:
             self.on_telemetry(msg)
-        if self.queue != "stock":
-            return
         now = msg.header.stamp.to_sec()
-        queue_end = now + msg.reference_left_duration if msg.num_references_in_queue else now
+        queued = msg.num_references_in_queue > 0
+        queue_end = now + msg.reference_left_duration if queued else now
         with self._lock:
-            self._queue.telemetry(now, queue_end)
+            if self.times == "receipt" and queued and self._last_piece is not None:
+                sent_at, duration = self._last_piece
+                arrived = queue_end - duration
+                if sent_at - 1e-6 <= arrived <= now + 1e-6:
+                    self.latency.add(arrived - sent_at)
+                    self._last_piece = None
+                    if self.queue == "stock":
+                        self._queue.end = queue_end  # where the pilot's queue really ends
+            if self.queue == "stock":
+                self._queue.telemetry(now, queue_end)
 
     @property
     def rejected(self) -> int:
@@ -316,15 +398,104 @@ class AgirosClient:
         if name in ("land", "off", "force_hover"):
             with self._lock:
                 self._queue.reset()
+                self._newest = None  # no piece of a plan may follow a stop
 
     def enable(self, on: bool = True) -> None:
         self.pub_enable.publish(ros1.messages().Bool(bool(on)))
 
     def send(self, traj: UavTrajectory, t_offset: float = 0.0, now: float | None = None) -> bool:
-        """Send a plan (episode times; ``t_offset`` added); whether something was sent.
-        ``now``: the world's ROS time as the plan leaves (default: the plan's time); a stock
-        pilot's piece reaches ``period_s + margin_s`` past it, so a plan that took long to make
-        still lasts until the next one arrives."""
+        """Send a plan (episode times; ``t_offset`` added); whether something was sent or held
+        back to be sent. ``now``: the ROS time as the plan leaves (default: the plan's time).
+
+        To a re-timing pilot (``times="receipt"``) every piece sent starts at the plan's value
+        one typical link latency after it leaves, so that the pilot, which flies its first
+        point on arrival, flies the plan at the times it was planned for. A stock pilot takes a
+        piece only when it arrives after its queue ends: a piece of ``period_s`` of the newest
+        plan leaves as soon as even the shortest latency measured brings it after that end;
+        until then the plan is held back (a timer sends it then). When no newer plan has come
+        by the time the queue has run out, the timer sends the next piece of the last one, up
+        to ``period_s + margin_s`` past the moment that plan left (a late plan then costs a
+        short hover, not one until the next plan)."""
+        if self.times == "message":
+            return self._send_stamped(traj, t_offset, now)
+        now = float(traj.t[0]) + t_offset if now is None else max(float(now), float(traj.t[0]) + t_offset)
+        with self._lock:
+            if self._closed:
+                return False
+            self._newest = (traj, t_offset, now)
+            self._fresh = True
+            return self._flush(now)
+
+    def _flush(self, now: float) -> bool:
+        """Send a piece of the newest plan if its time has come, else arm the timer (lock
+        held); whether a piece was sent or is due to be."""
+        if self._newest is None or self._closed:
+            return False
+        traj, t_offset, left_at = self._newest
+        start = now + self.latency.typical
+        if self.queue == "replace":
+            if not self._fresh:
+                return False
+            self._fresh = False
+            self._newest = None
+            return self._publish_piece(traj, t_offset, start, float(traj.t[-1]) + t_offset, now)
+        end = self._queue.end
+        last = left_at + self.period_s + self.margin_s + self.latency.typical  # no piece goes further
+        if self._fresh:
+            if end is not None and now + self.latency.shortest < end - TIME_TOLERANCE:
+                self._arm(end - self.latency.shortest - now)
+                return True
+            self._fresh = False
+        elif end is not None and now < end + STALE_GRACE_S:  # its piece has gone: wait for the end
+            self._arm(end + STALE_GRACE_S - now)
+            return True
+        sent = self._publish_piece(traj, t_offset, start, min(start + self.period_s, last), now)
+        if sent and self._queue.end is not None and self._queue.end < last - TIME_TOLERANCE:
+            self._arm(self._queue.end + STALE_GRACE_S - now)  # to continue it if no newer plan comes
+        else:
+            self._newest = None
+        return sent
+
+    def _publish_piece(
+        self, traj: UavTrajectory, t_offset: float, start: float, end: float, now: float
+    ) -> bool:
+        """Publish ``traj`` from ROS time ``start`` to ``end``; whether a piece was sent (none
+        when the plan ends before ``start``: the pilot hovers at its end)."""
+        piece = plan_piece(traj, start - t_offset, end - t_offset, self.resample_s)
+        if piece is None:
+            return False
+        self.pub_trajectory.publish(ros1.reference_message(piece, t_offset))
+        duration = float(piece.t[-1] - piece.t[0])
+        self._last_piece = (now, duration)
+        if self.queue == "stock":
+            # until the telemetry tells where the pilot's queue ends, take the piece to arrive
+            # as late as any has: the next one then never arrives before it has ended
+            self._queue.sent(now, now + max(self.latency.longest, start - now) + duration)
+        self.sent += 1
+        return True
+
+    def _arm(self, wait_s: float) -> None:
+        """Call ``_flush`` again in ``wait_s`` wall seconds (lock held; one timer at a time)."""
+        if self._timer is not None and self._timer.is_alive():
+            self._timer.cancel()
+        self._timer = threading.Timer(max(wait_s, TIMER_MIN_S), self._on_timer)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _on_timer(self) -> None:
+        now = self.clock()
+        with self._lock:
+            if self._closed or self._newest is None:
+                return
+            if now is None:  # no clock yet
+                self._arm(TIMER_MIN_S)
+            else:
+                self._flush(float(now))
+
+    def _send_stamped(self, traj: UavTrajectory, t_offset: float, now: float | None) -> bool:
+        """To a pilot that keeps the message's times: a stock pilot's piece starts at the end
+        of its queue and reaches ``period_s + margin_s`` past ``now``, so a plan that took long
+        to make still lasts until the next one arrives."""
         if self.queue == "replace":
             self.pub_trajectory.publish(ros1.reference_message(traj, t_offset))
             self.sent += 1
@@ -362,8 +533,14 @@ class AgirosClient:
     def reset_queue(self) -> None:
         with self._lock:
             self._queue.reset()
+            self._newest = None
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._newest = None
+            if self._timer is not None:
+                self._timer.cancel()
         for sub in self._subscribers:
             sub.unregister()
         for pub in (self.pub_trajectory, self.pub_enable, *self.pub_commands.values()):

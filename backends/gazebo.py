@@ -406,6 +406,7 @@ class GazeboBackend:
         *,
         quad_names: list[str] | None = None,
         pilot_queue: str = "stock",
+        pilot_times: str = "message",
         timeout_s: float = 0.4,
         connect_timeout_s: float = 20.0,
         node_name: str = "cableload_backend",
@@ -429,15 +430,21 @@ class GazeboBackend:
         rospy = ros1.rospy()
         m = ros1.messages()
         self.pilot_queue = pilot_queue
-        self.clients = [AgirosClient(name, pilot_queue, self.planner_period_s) for name in self.names]
+        self.pilot_times = pilot_times
         self._clock_cond = threading.Condition()
         self.clock: float | None = None
+        self.clients = [
+            AgirosClient(
+                name, pilot_queue, self.planner_period_s, times=pilot_times, clock=lambda: self.clock
+            )
+            for name in self.names
+        ]
         self._clock_wall = time.monotonic()
         self._clock_source: str | None = None
         self._clock_back: tuple[float, float] | None = None
         self._master_checked = self._world_checked = time.monotonic()
         self.observer = WorldObserver(config, self.names, self.clients, clock=self._now)
-        self.watches = [PilotWatch(pilot_queue) for _ in self.names]
+        self.watches = [PilotWatch(pilot_queue, times=pilot_times) for _ in self.names]
         self._subscribers = []
         self.me = rospy.get_caller_id()
         self.planner_nodes = False
@@ -716,6 +723,12 @@ class GazeboBackend:
                 f"{info['pilot_queue']} queue, this episode sends for "
                 f"{self.pilot_queue} (--pilot-queue)",
             )
+        if info.get("pilot_times") not in (None, self.pilot_times):
+            raise EpisodeAborted(
+                "system_mismatch",
+                f"the world's pilots time a trajectory by its {info['pilot_times']}, this "
+                f"episode sends for pilots that time it by its {self.pilot_times} (--pilot-times)",
+            )
         world_config = info.get("config") or {}
         ours = dataclasses.asdict(self.config)
         for section in WORLD_SECTIONS:
@@ -729,10 +742,11 @@ class GazeboBackend:
                         f"{f' (and {len(differs) - 3} more)' if len(differs) > 3 else ''}; give "
                         "the world and the episode the same --config and --set",
                     )
+        delay_max_s = float(world_config.get("link", {}).get("delay_max_s", 0.0))
         for watch in self.watches:
-            watch.settle_s = max(
-                watch.settle_s, float(world_config.get("link", {}).get("delay_max_s", 0.0)) + 0.02
-            )
+            watch.settle_s = max(watch.settle_s, delay_max_s + 0.02)
+            if self.pilot_times == "receipt":
+                watch.queue.tolerance_s = max(watch.queue.tolerance_s, delay_max_s + 0.02)
 
     def reset(self, scenario: Scenario) -> WorldState:
         if scenario.disturbance is not None:
@@ -906,7 +920,9 @@ class GazeboBackend:
             )
         if message is None:
             status, message = self._pilot_problem() or (status, None)
-        rejected = sum(w.rejected for w in self.watches)
+        # the watches see every sender's references; a client sees, from the telemetry, the
+        # rejections of its own that a watch judged too early to tell (a re-timing pilot)
+        rejected = sum(max(w.rejected, c.rejected) for w, c in zip(self.watches, self.clients))
         return BackendHealth(
             ok=message is None,
             messages=[message] if message else [],
@@ -921,14 +937,20 @@ class GazeboBackend:
         )
 
     def _latency(self) -> dict:
-        """How long after it is made a plan of this backend's planner takes effect: a stock
-        pilot flies a plan from the end of what is queued, one period plus the client's margin
-        after the previous plan was made (on the embedded backend, the same latency is
-        ``--set link.enabled=true`` with a fixed delay of that much and no loss). Planner nodes
-        have their own clients (``cableload node`` reports its margin)."""
+        """How long after it is made a plan of this backend's planner takes effect. A
+        re-timing pilot flies each piece from the plan's value at its arrival (the clients
+        compensate the link's latency): none. A stock pilot that keeps the message's times
+        flies a plan from the end of what is queued, one period plus the client's margin after
+        the previous plan was made (on the embedded backend, the same latency is ``--set
+        link.enabled=true`` with a fixed delay of that much and no loss). Planner nodes have
+        their own clients (``cableload node`` reports its margin)."""
         if self.planner_nodes:
             return {}
-        return {"plan_latency_s": self.clients[0].margin_s if self.pilot_queue == "stock" else 0.0}
+        stamped_stock = self.pilot_queue == "stock" and self.pilot_times == "message"
+        latency = {"plan_latency_s": self.clients[0].margin_s if stamped_stock else 0.0}
+        if self.pilot_times == "receipt":
+            latency["link_latency_s"] = float(np.median([c.latency.typical for c in self.clients]))
+        return latency
 
     def close(self) -> None:
         if self._unpause is not None:  # ended before its first advance: leave the world running

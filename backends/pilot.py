@@ -18,10 +18,15 @@ Per quadrotor, a state machine and a reference queue:
   from any state and drop every reference.
 
 The numbers are the Agilicious pilot's defaults (``pilot.yaml``: ``takeoff_height`` 1.0 m,
-``takeoff_threshold`` 0.5 m, ``start_land_speed`` 0.6 m/s). One difference stays: the real
-pilot re-times a received trajectory to the time it arrives (its first point flown at once),
-where this model keeps the message's times; the clients send pieces that start at the queue's
-end, which the real pilot then flies a link latency late.
+``takeoff_threshold`` 0.5 m, ``start_land_speed`` 0.6 m/s).
+
+Times of a received trajectory (``times``): the agiros pilot re-times every trajectory message
+to the moment it arrives (``receipt``: each point's time shifted by the arrival time minus the
+first point's, so the first point is flown at once), and only then queues it. A pilot that
+kept the message's times (``message``) is what the Gazebo and flight clients can choose for a
+patched pilot. The clients compensate the re-timing (``backends.agiros``): each piece they send
+starts at the plan's value one measured link latency after it leaves, so that it is flown at
+the time it was planned for.
 
 Queueing rule of the stock pilot (``queue="stock"``): a reference is appended only when it
 starts at or after the end of the last queued one, otherwise it is rejected; expired references
@@ -49,6 +54,8 @@ TAKEOFF_THRESHOLD_M = 0.5
 TIME_TOLERANCE = 1e-6
 """Two reference times closer than this (s) count as equal (float64 times through ROS)."""
 QUEUE_MODES = ("stock", "replace")
+TIME_MODES = ("receipt", "message")
+"""How a pilot times a received trajectory: re-timed to its arrival (agiros) or as stamped."""
 REFERENCE_FIELDS = ("t", "p", "v", "a", "j", "w")
 DRY_TIMES_KEPT = 20
 
@@ -85,6 +92,9 @@ class ReferenceQueue:
     """The pilot's queue of references (each a dict of node arrays, times in seconds)."""
 
     mode: str = "stock"
+    times: str = "message"
+    tolerance_s: float = TIME_TOLERANCE
+    """A reference starting this little before the queue's end still counts as after it (s)."""
     references: list[dict] = field(default_factory=list)
     accepted: int = 0
     rejected: int = 0
@@ -92,16 +102,21 @@ class ReferenceQueue:
     def __post_init__(self):
         if self.mode not in QUEUE_MODES:
             raise ValueError(f"pilot queue mode: expected one of {QUEUE_MODES}, got {self.mode!r}")
+        if self.times not in TIME_MODES:
+            raise ValueError(f"pilot trajectory times: expected one of {TIME_MODES}, got {self.times!r}")
 
     def offer(self, ref: dict, now: float) -> bool:
-        """Queue ``ref`` if the rule allows; whether it was accepted."""
+        """Queue ``ref``, arriving at ``now``, if the rule allows (re-timed to ``now`` first when
+        ``times`` is ``receipt``); whether it was accepted."""
         self.drop_expired(now)
         if reference_problem(ref) is not None:
             self.rejected += 1
             return False
+        if self.times == "receipt":
+            ref = retimed(ref, now)
         if self.mode == "replace":
             self.references = [ref]
-        elif self.references and ref["t"][0] < self.references[-1]["t"][-1] - TIME_TOLERANCE:
+        elif self.references and ref["t"][0] < self.references[-1]["t"][-1] - self.tolerance_s:
             self.rejected += 1
             return False
         else:
@@ -146,12 +161,20 @@ class ReferenceQueue:
         return UavTrajectory(times, out["p"], out["v"], out["a"], out["j"], out["w"])
 
 
+def retimed(ref: dict, arrival: float) -> dict:
+    """``ref`` with its times shifted so that its first point is at ``arrival`` (what the agiros
+    pilot does to every trajectory it receives)."""
+    t = np.asarray(ref["t"], dtype=float)
+    return {**ref, "t": t + (arrival - t[0])}
+
+
 def sample_nodes(nodes: dict, times: np.ndarray) -> dict[str, np.ndarray]:
     """Reference points (arrays t, p, v, a, j, w; times increasing) at ``times``, interpolated
     as the onboard controller interpolates a plan: cubic Hermite of p with slopes v, of v with
     slopes a and of a with slopes j, linear for j and w. Before the first point its values;
-    after the last its position, at rest. Resampling a plan this way keeps it the plan the
-    controller would fly (straight chords between points would cut its corners)."""
+    after the last (by more than ``TIME_TOLERANCE``) its position, at rest. Resampling a plan
+    this way keeps it the plan the controller would fly (straight chords between points would
+    cut its corners)."""
     t = np.asarray(nodes["t"], dtype=float)
     times = np.asarray(times, dtype=float)
     k = np.clip(np.searchsorted(t, times, side="right") - 1, 0, len(t) - 2)
@@ -168,7 +191,7 @@ def sample_nodes(nodes: dict, times: np.ndarray) -> dict[str, np.ndarray]:
 
     p, v, a, j, w = (np.asarray(nodes[name], dtype=float) for name in REFERENCE_FIELDS[1:])
     out = {"p": hermite(p, v), "v": hermite(v, a), "a": hermite(a, j), "j": linear(j), "w": linear(w)}
-    after = times > t[-1]
+    after = times > t[-1] + TIME_TOLERANCE  # float noise of a piece's end is not past it
     for name in ("v", "a", "j", "w"):
         out[name][after] = 0.0
     return out
@@ -225,9 +248,10 @@ class Pilot:
         queue: str = "stock",
         land_drop_m: float = 1.0,
         takeoff_height_m: float = TAKEOFF_HEIGHT_M,
+        times: str = "message",
     ):
         self.name = name
-        self.queue = ReferenceQueue(queue)
+        self.queue = ReferenceQueue(queue, times)
         self.land_drop_m = land_drop_m
         self.takeoff_height_m = takeoff_height_m
         self.ground_z = 0.0

@@ -202,6 +202,7 @@ class PlannerNode:
         uav: int | None = None,
         quad_names: list[str] | None = None,
         pilot_queue: str = "stock",
+        pilot_times: str = "message",
         relay: bool = False,
     ):
         self.config = config
@@ -219,6 +220,7 @@ class PlannerNode:
         horizons on the wall clock (no ``/clock`` in a flight)."""
         self.names = quad_names or default_quad_names(self.system.n_uavs)
         self.pilot_queue = pilot_queue
+        self.pilot_times = pilot_times
         self.period_s = 1.0 / config.simulation.planner_rate_hz
         self.guard = PlanGuard()
         self.reference: SampledReference | None = None
@@ -255,7 +257,15 @@ class PlannerNode:
             )
         else:
             self.clients = {
-                i: AgirosClient(self.names[i], self.pilot_queue, self.period_s, **margin) for i in self.uavs
+                i: AgirosClient(
+                    self.names[i],
+                    self.pilot_queue,
+                    self.period_s,
+                    times=self.pilot_times,
+                    clock=lambda: self._clock,
+                    **margin,
+                )
+                for i in self.uavs
             }
         if self.uav is None:
             self.observer = WorldObserver(
@@ -533,13 +543,22 @@ def run_node(
     *,
     uav: int | None,
     pilot_queue: str,
+    pilot_times: str = "message",
     quad_names: list[str] | None = None,
     wait_s: float = 120.0,
     relay: bool = False,
 ) -> PlannerNode:
     """Start a planner node in this process (after the world has set ``/use_sim_time``; with
     ``relay``, a flight's node on the wall clock, once a master answers)."""
-    node = PlannerNode(config, planner, uav=uav, quad_names=quad_names, pilot_queue=pilot_queue, relay=relay)
+    node = PlannerNode(
+        config,
+        planner,
+        uav=uav,
+        quad_names=quad_names,
+        pilot_queue=pilot_queue,
+        pilot_times=pilot_times,
+        relay=relay,
+    )
     if relay:
         from backends.gazebo import master_reachable, master_uri
 

@@ -124,6 +124,9 @@ class WorldOptions:
     """Rate of the load's pose and odometry (Hz); a divisor of ``state_rate_hz``."""
     pilot_queue: str = "stock"
     """``stock``: append-only queue of the Agilicious pilot; ``replace``: a patched pilot."""
+    pilot_times: str = "message"
+    """``receipt``: the pilot re-times a trajectory to its arrival (agiros); ``message``: it
+    keeps the message's times."""
     start_paused: bool = False
     land_drop_m: float = 1.0
     """How far a landing quadrotor descends before it switches off (m)."""
@@ -222,7 +225,8 @@ class WorldNode:
         self.spawn = spawn_pose or (np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
         takeoff = hardware.takeoff_height_m if hardware is not None else 1.0
         self.pilots = [
-            Pilot(name, self.options.pilot_queue, self.options.land_drop_m, takeoff) for name in self.names
+            Pilot(name, self.options.pilot_queue, self.options.land_drop_m, takeoff, self.options.pilot_times)
+            for name in self.names
         ]
         for pilot in self.pilots:
             pilot.ground_z = 0.0 if config.ground.enabled else -math.inf
@@ -323,6 +327,7 @@ class WorldNode:
                     "system": dataclasses.asdict(self.config.system),
                     "config": dataclasses.asdict(self.config),
                     "pilot_queue": self.options.pilot_queue,
+                    "pilot_times": self.options.pilot_times,
                     "state_rate_hz": self.options.state_rate_hz,
                     "real_time_factor": self.options.real_time_factor,
                     "lockstep": self.options.lockstep,

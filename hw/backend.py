@@ -129,7 +129,10 @@ class HardwareBackend:
         self.planner_period_s = 1.0 / config.simulation.planner_rate_hz
         init_node(node_name)
         self.clients = [
-            AgirosClient(name, flight.pilot_queue, self.planner_period_s) for name in flight.names
+            AgirosClient(
+                name, flight.pilot_queue, self.planner_period_s, times=flight.pilot_times, clock=wall_time
+            )
+            for name in flight.names
         ]
         self.observer = ArenaObserver(config, flight, self.clients)
         self._plans_taken = [wall_time()] * self.n

@@ -9,6 +9,7 @@ against ``cableload world --hardware`` is shipped as ``hw/flights/example.toml``
     [flight]
     config = ""                      # the system config (TOML; empty: the paper's)
     pilot_queue = "stock"            # stock | replace
+    pilot_times = "message"          # message (keeps the stamps) | receipt (agiros re-times)
     mocap_topic = "/mocap/{body}/pose"
     takeoff_height_m = 0.5           # the pilots' takeoff_height: cables still slack there
 
@@ -48,6 +49,7 @@ from cableload_sim.errors import ConfigError
 from hw.safety import SafetyLimits
 
 QUEUE_MODES = ("stock", "replace")
+TIME_MODES = ("receipt", "message")
 MOCAP_TOPICS = ("/mocap/{body}/pose", "/vrpn_client_node/{body}/pose")
 """Common motion-capture topic templates (``{body}``: the rigid body's name); any with
 ``{body}`` is accepted."""
@@ -129,6 +131,9 @@ class FlightFile:
     config: str = ""
     """The system config's path (relative to the flight file; empty: the paper's setup)."""
     pilot_queue: str = "stock"
+    pilot_times: str = "message"
+    """How the pilots time a received trajectory: ``receipt`` (agiros re-times it to its
+    arrival; the clients compensate the link latency they measure) or ``message``."""
     mocap_topic: str = MOCAP_TOPICS[0]
     takeoff_height_m: float = 0.5
     """How far the pilots climb on ``start`` (their ``takeoff_height``, m): the cables must
@@ -171,6 +176,7 @@ class FlightFile:
 _FLIGHT_KEYS = {
     "config": checks.text(allow_empty=True),
     "pilot_queue": checks.choice(QUEUE_MODES),
+    "pilot_times": checks.choice(TIME_MODES),
     "takeoff_height_m": checks.positive,
 }
 _QUAD_CHECKS: dict[str, Callable[[str, Any], Any]] = {

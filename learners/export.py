@@ -256,6 +256,17 @@ class TorchPolicy:
         return {k: out[k].numpy().astype(np.float64) for k in OUTPUTS}
 
 
+class PriorPolicy:
+    """A residual policy with its network's output zeroed: every output is the formation
+    prior's own (the ``prior`` input's p, v, a, j, w per node), so that the student planner
+    flies its bare prior with the same encoding, prior and calibration, and what the network
+    adds can be measured (``--planner student-prior``)."""
+
+    def __call__(self, ego, load, ref, prior) -> dict:
+        prior = np.asarray(prior, dtype=np.float64)
+        return {k: prior[..., 3 * c : 3 * c + 3].copy() for c, k in enumerate(OUTPUTS)}
+
+
 class _OnnxWrapper(torch.nn.Module):
     def __init__(self, net: StudentNet):
         super().__init__()
@@ -437,15 +448,29 @@ def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
     return policy, net.config.history, data
 
 
-def student_planner(config, policy: str | Path | None = None, runtime: str = "torch", reference=None):
+def student_planner(
+    config,
+    policy: str | Path | None = None,
+    runtime: str = "torch",
+    reference=None,
+    network: bool = True,
+):
     """The student planner flying the policy in directory ``policy`` (default:
     ``default_policy(reference, n)``) on ``config``'s system, warning when the policy was
     trained for another system (``planners.make_planner("student", config, policy=...,
-    runtime=..., reference=...)`` calls this)."""
+    runtime=..., reference=...)`` calls this). ``network`` false: the same planner with the
+    network's output zeroed (``PriorPolicy``; ``student-prior``), for a residual policy only."""
     from planners.student import StudentPlanner
 
     policy_dir = Path(policy) if policy is not None else default_policy(reference, config.system.n_uavs)
     callable_policy, history, data = load_policy(policy_dir, runtime)
+    if not network:
+        if not data.get("network", {}).get("residual", False):
+            raise UsageError(
+                f"student-prior: policy {str(policy_dir)!r} plans from scratch (residual = false), "
+                "so it has no prior to fly; expected a residual policy"
+            )
+        callable_policy = PriorPolicy()
     info = read_policy_info(policy_dir)
     check_policy_system(info, config.system, policy_dir)
     frame = data.get("network", {}).get("frame", "world")
@@ -474,4 +499,6 @@ def student_planner(config, policy: str | Path | None = None, runtime: str = "to
         for i in range(config.system.n_uavs):
             planner.hover_residual(i)
     planner.policy_name = policy_dir.name  # reported with the metrics: which policy flew
+    if not network:
+        planner.name = "student-prior"
     return planner

@@ -246,12 +246,13 @@ def cmd_trajectories(args) -> int:
 
 
 def _planner_options(name: str, args, references=(), n_uavs: int = 3) -> dict:
-    """The student's policy options from the command line; the other planners take none.
+    """The student's policy options from the command line (``student-prior`` flies the same
+    policy's prior); the other planners take none.
     Without ``--policy``: the shipped policy for what is flown (``learners.export
     .default_policy``: the specialist on eight-medium, else the generalist for ``n_uavs``)."""
     if name == "nodes":
         return {"first_plan_wait_s": args.node_wait}
-    if name != "student":
+    if name not in ("student", "student-prior"):
         return {}
     policy = getattr(args, "policy", None)
     if policy is None:
@@ -278,7 +279,9 @@ def _flight(args, config, reference):
             "the ground on the embedded backend, or in a flight (`cableload fly` against "
             "the arena or `cableload world --hardware`)"
         )
-    options = {"pilot_queue": args.pilot_queue} if backend == "gazebo" else {}
+    options = (
+        {"pilot_queue": args.pilot_queue, "pilot_times": args.pilot_times} if backend == "gazebo" else {}
+    )
     safety = None
     if not getattr(args, "no_safety", False):
         from hw.safety import SafetyLimits
@@ -509,7 +512,7 @@ def _hardware_world(args):
         mocap_drop_fraction=args.mocap_drop,
         takeoff_height_m=flight.takeoff_height_m,
     )
-    return config, flight.names, hardware, flight.pilot_queue
+    return config, flight.names, hardware, (flight.pilot_queue, flight.pilot_times)
 
 
 def cmd_world(args) -> int:
@@ -519,8 +522,7 @@ def cmd_world(args) -> int:
         raise CliError(f"--duration: expected a positive number of seconds, got {args.duration!r}")
     hardware = names = None
     if args.hardware:
-        config, names, hardware, queue = _hardware_world(args)
-        args.pilot_queue = queue
+        config, names, hardware, (args.pilot_queue, args.pilot_times) = _hardware_world(args)
     elif args.flight is not None:
         raise CliError("--flight: a flight file is served with --hardware")
     else:
@@ -530,6 +532,7 @@ def cmd_world(args) -> int:
         state_rate_hz=args.state_rate,
         mocap_rate_hz=args.mocap_rate,
         pilot_queue=args.pilot_queue,
+        pilot_times=args.pilot_times,
         start_paused=args.paused,
         seed=args.seed,
         lockstep=args.lockstep,
@@ -548,7 +551,8 @@ def cmd_world(args) -> int:
     )
     print(
         f"cableload world: {world.n} quadrotors ({', '.join(world.names)}){mode}"
-        f"{', lockstep' if options.lockstep else ''}, pilot queue {world.options.pilot_queue}{onboard}",
+        f"{', lockstep' if options.lockstep else ''}, pilot queue {world.options.pilot_queue}, "
+        f"trajectory times {world.options.pilot_times}{onboard}",
         file=sys.stderr,
     )
 
@@ -711,7 +715,14 @@ def cmd_node(args) -> int:
         signal.SIGINT: signal.getsignal(signal.SIGINT),
     }
     try:
-        node = run_node(config, planner, uav=args.uav, pilot_queue=args.pilot_queue, relay=args.relay)
+        node = run_node(
+            config,
+            planner,
+            uav=args.uav,
+            pilot_queue=args.pilot_queue,
+            pilot_times=args.pilot_times,
+            relay=args.relay,
+        )
     except BaseException:
         signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
         raise
@@ -929,6 +940,14 @@ def _add_pilot_queue(p: argparse.ArgumentParser) -> None:
         help="the Agilicious pilot's reference queue: stock (append-only; only the "
         "part of each plan up to the next one is sent) or replace (a patched "
         "pilot that replaces its queue)",
+    )
+    p.add_argument(
+        "--pilot-times",
+        choices=["receipt", "message"],
+        default="message",
+        help="how the pilot times a trajectory it receives: receipt (agiros: re-timed to "
+        "its arrival; the clients start each piece one measured link latency ahead) or "
+        "message (a pilot that keeps the message's times)",
     )
 
 

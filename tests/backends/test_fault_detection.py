@@ -71,7 +71,7 @@ def reference(t0: float, t1: float, points: int = 5) -> dict:
 
 
 def test_the_watch_counts_what_a_stock_pilot_refuses():
-    watch = PilotWatch("stock")
+    watch = PilotWatch("stock", times="message")
     watch.armed = True
     assert watch.reference(reference(1.0, 1.2), now=1.0, sender="/episode")
     assert watch.reference(reference(1.2, 1.4), now=1.1, sender="/episode")  # appended
@@ -90,7 +90,7 @@ def test_the_watch_counts_what_a_stock_pilot_refuses():
 def test_the_watch_reports_a_pilot_that_refuses_everything_for_a_second():
     """A reference 50 s ahead blocks a stock queue: the episode's references are all refused
     (the world refused 73, the episode once said 0)."""
-    watch = PilotWatch("stock")
+    watch = PilotWatch("stock", times="message")
     watch.armed = True
     watch.trusted = {"/episode"}
     assert watch.reference(reference(50.0, 52.0), now=0.0, sender="/someone")
@@ -107,7 +107,7 @@ def test_the_watch_reports_a_pilot_that_refuses_everything_for_a_second():
 
 
 def test_an_accepted_reference_ends_a_run_of_refusals():
-    watch = PilotWatch("stock")
+    watch = PilotWatch("stock", times="message")
     watch.armed = True
     assert not watch.reference(reference(0.0, 0.0, points=1), now=0.0)
     assert not watch.reference(reference(0.0, 0.0, points=1), now=REJECTED_FOR_S + 0.1)
@@ -119,7 +119,7 @@ def test_an_accepted_reference_ends_a_run_of_refusals():
 def test_the_watch_takes_the_pilots_queue_end_from_its_telemetry():
     """A reference lost on the way, or a queue cleared by a force_hover, leaves the mirror
     wrong: telemetry, once no reference is on its way, sets it right."""
-    watch = PilotWatch("stock", settle_s=0.05)
+    watch = PilotWatch("stock", settle_s=0.05, times="message")
     watch.armed = True
     watch.reference(reference(1.0, 3.0), now=1.0)
     watch.telemetry(1.02, armed=True, in_queue=0, left_s=0.0)  # too soon: may be on its way

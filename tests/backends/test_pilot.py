@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.agiros import StockQueue, plan_piece
+from backends.agiros import LinkLatency, StockQueue, plan_piece
 from backends.pilot import (
     LAND_SPEED,
     TAKEOFF_THRESHOLD_M,
@@ -14,6 +14,7 @@ from backends.pilot import (
     PilotState,
     ReferenceQueue,
     reference_problem,
+    retimed,
     sample_nodes,
 )
 from cableload_sim.horizon import node_times
@@ -32,7 +33,7 @@ def reference(t0: float, t1: float, x0: float = 0.0, speed: float = 1.0, points:
 
 
 def test_stock_queue_appends_only_after_the_queued_end():
-    queue = ReferenceQueue("stock")
+    queue = ReferenceQueue("stock", "message")
     assert queue.offer(reference(0.0, 0.1), now=0.0)
     assert not queue.offer(reference(0.05, 0.15), now=0.0)  # overlaps: rejected
     assert queue.offer(reference(0.1, 0.2), now=0.0)  # starts exactly at the end
@@ -43,8 +44,54 @@ def test_stock_queue_appends_only_after_the_queued_end():
     assert len(queue) == 1 and queue.start == pytest.approx(0.3)
 
 
+def test_receipt_pilot_retimes_every_reference_to_its_arrival():
+    """As agiros: each point shifted by the arrival time less the first point's, then queued by
+    the rule; a stream of pieces each sent as the last ends is taken whatever its stamps."""
+    queue = ReferenceQueue("stock", "receipt")
+    assert queue.offer(reference(5.0, 5.1), now=0.2)  # stamped in the future: flown at once
+    assert queue.start == pytest.approx(0.2) and queue.end == pytest.approx(0.3)
+    assert not queue.offer(reference(0.25, 0.35), now=0.25)  # arrives before the end
+    assert queue.offer(reference(-3.0, -2.9), now=0.3)  # stamped in the past: from its arrival
+    assert queue.end == pytest.approx(0.4)
+    assert (queue.accepted, queue.rejected) == (2, 1)
+    out = retimed(reference(1.0, 1.1), 2.0)
+    np.testing.assert_allclose(out["t"], np.linspace(2.0, 2.1, 11))
+    np.testing.assert_array_equal(out["p"], reference(1.0, 1.1)["p"])  # values untouched
+    with pytest.raises(ValueError, match="trajectory times"):
+        ReferenceQueue("stock", "stamped")
+
+
+def test_receipt_stream_of_pieces_samples_the_plan_across_their_joins():
+    """Pieces of 0.1 s each arriving as the last ends (float noise in their ends, as through ROS
+    times): the controller's horizon sampled every 0.01 s matches the plan; no join reads as the
+    hover after the last point."""
+    queue = ReferenceQueue("stock", "receipt")
+    worst = 0.0
+    for k in range(30):
+        start = 1.7 + 0.1 * k
+        piece = reference(start, start + 0.1 - 1e-12, x0=start)
+        assert queue.offer(piece, now=start)
+        for s in range(10):
+            now = start + 0.01 * s
+            out = queue.sample(now)
+            worst = max(worst, float(np.abs(out.v[:2, 0] - 1.0).max()))
+            worst = max(worst, float(np.abs(out.p[:2, 0] - out.t[:2]).max()))
+    assert worst < 1e-6
+
+
+def test_link_latency_from_the_pilots_telemetry():
+    latency = LinkLatency()
+    assert latency.typical == 0.0 and latency.shortest == 0.0
+    for value in (0.012, 0.010, 0.030, 0.011, -0.001, 2.0):  # the last two: not latencies
+        latency.add(value)
+    assert latency.typical == pytest.approx(0.0115) and latency.shortest == pytest.approx(0.010)
+    for _ in range(LinkLatency.KEEP):
+        latency.add(0.05)
+    assert latency.typical == pytest.approx(0.05) and latency.shortest == pytest.approx(0.05)
+
+
 def test_replacing_queue_takes_every_valid_reference():
-    queue = ReferenceQueue("replace")
+    queue = ReferenceQueue("replace", "message")
     assert queue.offer(reference(0.0, 1.0), now=0.0)
     assert queue.offer(reference(0.5, 1.5), now=0.5)
     assert len(queue) == 1 and queue.start == pytest.approx(0.5)
@@ -69,12 +116,12 @@ def test_malformed_reference_is_rejected_by_both_rules(change, why):
         ref = reference(0.0, 1.0)
         change(ref)
         assert why in reference_problem(ref)
-        queue = ReferenceQueue(mode)
+        queue = ReferenceQueue(mode, "message")
         assert not queue.offer(ref, now=0.0) and queue.rejected == 1 and len(queue) == 0
 
 
 def test_queue_sample_follows_the_references_and_holds_the_end():
-    queue = ReferenceQueue("stock")
+    queue = ReferenceQueue("stock", "message")
     queue.offer(reference(0.0, 0.5, x0=0.0), now=0.0)
     queue.offer(reference(0.5, 1.0, x0=0.5), now=0.0)
     plan = queue.sample(0.2)
@@ -89,7 +136,7 @@ def test_queue_sample_follows_the_references_and_holds_the_end():
 
 
 def test_state_machine_arm_start_track_hover_land_off():
-    pilot = Pilot("quad1", "stock", land_drop_m=0.5)
+    pilot = Pilot("quad1", "stock", times="message", land_drop_m=0.5)
     here = np.array([1.0, 2.0, 3.0])
     assert pilot.plan(0.0, here) is None and not pilot.start(here)  # off: start ignored
     assert not pilot.offer(reference(0.0, 1.0), now=0.0)  # not armed: nothing queued
@@ -114,7 +161,7 @@ def test_state_machine_arm_start_track_hover_land_off():
 
 
 def test_land_is_refused_while_tracking_the_pilot_hovers_instead():
-    pilot = Pilot("quad1", "stock")
+    pilot = Pilot("quad1", "stock", times="message")
     pilot.enable(True)
     here = np.array([0.0, 0.0, 2.0])
     pilot.start(here)
@@ -129,7 +176,7 @@ def test_land_is_refused_while_tracking_the_pilot_hovers_instead():
 
 
 def test_start_from_the_ground_climbs_the_takeoff_height_then_hovers():
-    pilot = Pilot("quad1", "stock", takeoff_height_m=0.5)
+    pilot = Pilot("quad1", "stock", times="message", takeoff_height_m=0.5)
     pilot.enable(True)
     ground = np.array([1.0, 2.0, 0.05])
     assert pilot.start(ground, t=10.0)
@@ -147,7 +194,7 @@ def test_start_from_the_ground_climbs_the_takeoff_height_then_hovers():
 
 
 def test_start_above_the_threshold_is_a_hand_held_start_hovering_in_place():
-    pilot = Pilot("quad1", "stock")
+    pilot = Pilot("quad1", "stock", times="message")
     pilot.enable(True)
     held = np.array([0.0, 0.0, TAKEOFF_THRESHOLD_M + 0.2])
     assert pilot.start(held)
@@ -156,7 +203,7 @@ def test_start_above_the_threshold_is_a_hand_held_start_hovering_in_place():
 
 
 def test_force_hover_drops_the_queue_and_disarm_stops_everything():
-    pilot = Pilot("quad1", "stock")
+    pilot = Pilot("quad1", "stock", times="message")
     pilot.enable(True)
     pilot.start(np.array([0.0, 0.0, 1.0]))
     pilot.offer(reference(0.0, 5.0), now=0.0)
@@ -178,7 +225,7 @@ def test_plan_piece_for_a_stock_pilot_starts_at_the_queued_end():
     v = np.zeros((21, 3))
     v[:, 0] = 1.0
     zeros = np.zeros((21, 3))
-    queue = ReferenceQueue("stock")
+    queue = ReferenceQueue("stock", "message")
     end = None
     for k in range(5):
         t0 = 0.1 * k
@@ -217,7 +264,7 @@ def test_pieces_and_the_pilot_keep_the_plan_the_controller_would_fly():
     np.testing.assert_allclose(piece.p, c * tau[:, None] ** 3 + [0.1, 0.2, 1.0], atol=1e-12)
     np.testing.assert_allclose(piece.v, 3 * c * tau[:, None] ** 2, atol=1e-12)
     np.testing.assert_allclose(piece.a, 6 * c * tau[:, None], atol=1e-12)
-    queue = ReferenceQueue("stock")
+    queue = ReferenceQueue("stock", "message")
     assert queue.offer(
         {"t": piece.t, "p": piece.p, "v": piece.v, "a": piece.a, "j": piece.j, "w": piece.body_rates},
         now=2.05,
@@ -238,6 +285,8 @@ def test_sample_nodes_holds_the_ends():
     np.testing.assert_allclose(out["j"][0], plan.j[0])
     for name in ("v", "a", "j", "w"):
         np.testing.assert_allclose(out[name][1], 0.0)  # at rest after the last point
+    noise = sample_nodes(nodes, np.array([plan.t[-1] + 1e-9]))  # float noise: still the end
+    np.testing.assert_allclose(noise["v"][0], plan.v[-1])
 
 
 def test_stock_queue_waits_for_a_late_plan_before_calling_it_rejected():
@@ -277,7 +326,7 @@ def test_client_bookkeeping_and_pilot_agree_with_delayed_plans():
     0.22 s late and delivered 0.04 s later (telemetry at 20 Hz shows the queue dry meanwhile):
     the pilot rejects nothing."""
     rng = np.random.default_rng(5)
-    pilot = ReferenceQueue("stock")
+    pilot = ReferenceQueue("stock", "message")
     client = StockQueue(in_flight_s=0.2)
     period, margin, in_transit, sent_at = 0.1, 0.15, [], 0.0
     telemetry_times = np.arange(0.0, 6.0, 0.05)

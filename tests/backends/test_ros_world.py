@@ -78,6 +78,27 @@ def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_on
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("queue", ["stock", "replace"])
+def test_a_re_timing_pilot_flies_each_plan_when_it_was_planned_for(ros_graph, queue):
+    """``--pilot-times receipt`` (agiros re-times every trajectory to its arrival): the client
+    starts each piece one measured link latency ahead, so in lockstep the teacher flies as on the
+    embedded simulator *without* latency, within 15 % (measured: equal to 0.1 % in position and
+    attitude over 12 s, with either queue), no plan refused, ``plan_latency_s`` 0."""
+    times = ("--pilot-times", "receipt", "--pilot-queue", queue)
+    ros_graph.cableload("world", "world", "--lockstep", *times)
+    live = simulate(ros_graph, "--backend", "gazebo", "--planner", "teacher", "--duration", DURATION, *times)
+    ros_graph.stop()
+    assert live["status"] == "completed", (live, ros_graph.log("world"))
+    assert live["rejected_plans"] == 0
+    assert world_rejections(ros_graph) == 0, ros_graph.log("world")
+    assert live["plan_latency_s"] == 0.0
+    assert 0.0 <= live["link_latency_s"] < 0.05, live
+    embedded = simulate(ros_graph, "--planner", "teacher", "--duration", DURATION)
+    for key in ("rmse_position_m", "rmse_orientation_deg"):
+        assert 0.85 * embedded[key] <= live[key] <= 1.15 * embedded[key], (key, live, embedded)
+
+
+@pytest.mark.slow
 def test_world_flies_the_onboard_imu_and_estimate(ros_graph):
     """``[imu]`` on in the world (each quadrotor's controller flies its onboard estimate, seeded
     from ``--seed``): the teacher in lockstep against the stock pilot flies as on the embedded
