@@ -110,6 +110,11 @@ class DaggerPlanner:
                 self.records.append((e.ego, e.load, e.ref, e.prior, target, state.t, i))
         if self.beta > 0.0 and self.rng.random() < self.beta:
             self.student_decisions += 1
+            # the teacher's plan is not flown: its next label must start from what is, not
+            # from the cable rates, tensions and load motion its own plan predicted
+            not_flown = getattr(self.teacher, "not_flown", None)
+            if not_flown is not None:
+                not_flown()
             return self.student.act(encoded, state.uav_p)
         return labels
 

@@ -61,6 +61,22 @@ STEP_TOLERANCE = 0.5  # and one this small (of the trust region) leaves second-o
 MIN_PRIOR_TENSION = 1e-6  # N: below it a prior's cable force has no direction
 
 
+def _blend(x: np.ndarray, predicted: np.ndarray, gain: float, blocks) -> None:
+    """``x``'s measured blocks moved to ``predicted + gain (x - predicted)`` in place; unit
+    blocks (a quaternion, a direction) renormalized, a quaternion taken on the predicted
+    one's side first (q and -q are one attitude)."""
+    for start, size, unit in blocks:
+        measured = x[start : start + size]
+        guess = predicted[start : start + size]
+        if unit and size == 4 and float(measured @ guess) < 0.0:
+            measured = -measured
+        mixed = guess + gain * (measured - guess)
+        if unit:
+            norm = float(np.linalg.norm(mixed))
+            mixed = mixed / norm if norm > 1e-9 else measured
+        x[start : start + size] = mixed
+
+
 class TeacherPlanner:
     """Centralized NMPC teacher as a ``Planner``."""
 
@@ -83,6 +99,14 @@ class TeacherPlanner:
         n = system.n_uavs
         self._pairs = np.array([(i, j) for i in range(n) for j in range(i)], dtype=int).reshape(-1, 2)
         self._tension_index = np.array([cable_offset(i) + C_TENSION for i in range(n)])
+        # (start, size, unit: a direction or quaternion, renormalized after blending)
+        self._measured_blocks = (
+            (X_POS, 3, False),
+            (X_VEL, 3, False),
+            (X_QUAT, 4, True),
+            (X_RATE, X_LOAD - X_RATE, False),
+            *((cable_offset(i) + C_DIR, 3, True) for i in range(n)),
+        )
         self.reset()
 
     @classmethod
@@ -147,14 +171,25 @@ class TeacherPlanner:
     # -- initial state and warm start --------------------------------------------------------
 
     def initial_state(self, state: WorldState) -> np.ndarray:
-        """The OCP's x_0: measured load and cable directions; cable rates, tensions and their
-        derivatives from the plan being flown at this time (measured ones without one)."""
+        """The OCP's x_0: the load's pose and twist and the cable directions moved from the
+        plan being flown at this time toward their measured values by ``measurement_gain``
+        (the measured ones without a plan); cable rates, tensions and their derivatives from
+        that plan (measured ones without one)."""
+        previous = self._flown_at(state.t)
+        x = self._measured_state(state, previous)
+        gain = self.params.measurement_gain
+        if previous is not None and gain < 1.0:
+            _blend(x, previous, gain, self._measured_blocks)
+        return x
+
+    def _measured_state(self, state: WorldState, previous: np.ndarray | None) -> np.ndarray:
+        """x_0 as measured, with the cable rates and tensions of ``previous`` (the flown
+        plan's state now) when there is one."""
         x = np.zeros(self.model.nx)
         x[X_POS : X_POS + 3] = state.load_p
         x[X_VEL : X_VEL + 3] = state.load_v
         x[X_QUAT : X_QUAT + 4] = state.load_q
         x[X_RATE:X_LOAD] = state.load_omega
-        previous = self._flown_at(state.t)
         measured_rates = self._measured_cable_rates(state) if previous is None else None
         for i in range(self.system.n_uavs):
             o = cable_offset(i)
@@ -457,6 +492,13 @@ class TeacherPlanner:
         self.flown = None  # nothing of the model is flown: the next plan starts from measurements
         self.prev_plans = None
         return [hover_plan(state.t, p) for p in state.uav_p]
+
+    def not_flown(self) -> None:
+        """The last plan was not flown (another planner flew this period, as in DAgger when
+        the student acts): the next plan starts from the measurements alone, its cable rates
+        and tensions measured, instead of from a plan the quadrotors did not follow. The
+        solver's iterate stays the warm start."""
+        self.flown = None
 
     def _running_fallback_s(self) -> float:
         if self._run_start is None or self.last_t is None:

@@ -50,6 +50,7 @@ LOAD_REF_SIZE = 13  # per node: load p (3), q (4), v (3), omega (3); then per ca
 REGULARIZATION = 1e-6  # Levenberg-Marquardt term of the Gauss-Newton Hessian
 FORCE_UNIT = 1.0  # N: one unit of a tension or thrust constraint
 DISTANCE_UNIT = 0.1  # m: one unit of a separation constraint
+TILT_UNIT = 0.1  # one unit of the tilt constraint, in the cosine of the tilt
 FRACTION_TO_BOUNDARY = 0.99
 
 
@@ -118,10 +119,16 @@ def thrust_limit(system: SystemParams, params: TeacherParams) -> float:
 
 def constraint_functions(model: LoadCableModel, x, midpoint_offset=0.0):
     """The path constraints at one node without their bounds (``constraint_bounds``), in units
-    of ``FORCE_UNIT`` or ``DISTANCE_UNIT``: per quadrotor t_i, -t_i, -|F_i|, |F_i| (tension,
-    thrust); per pair (i, j), j < i, the distance between their centres of gravity; then per
-    pair the same distance ``midpoint_offset`` (s, negative: before the node) away, predicted
-    from the node's positions and their first three derivatives.
+    of ``FORCE_UNIT``, ``DISTANCE_UNIT`` or ``TILT_UNIT``: per quadrotor t_i, -t_i, -|F_i|,
+    |F_i| (tension, thrust); per pair (i, j), j < i, the distance between their centres of
+    gravity; then per pair the same distance ``midpoint_offset`` (s, negative: before the node)
+    away, predicted from the node's positions and their first three derivatives; then per
+    quadrotor the vertical component of its thrust axis (the cosine of its tilt).
+
+    The tilt bound keeps the far end of the horizon flyable: without it a plan whose
+    quadrotor turns upside down 1.5 s ahead (thrust in bounds, pointing down, at 600 m/s^3 of
+    jerk) passed every other constraint, and its body rates failed the plan check plan after
+    plan (measured on a zero-sideslip circle at 3.1 m/s: 32 fallbacks, then diverged).
 
     The second set is what keeps the separation between the nodes: the onboard controller flies
     the plan between them (cubic Hermite), and intervals of up to 0.18 s are long enough for a
@@ -141,6 +148,9 @@ def constraint_functions(model: LoadCableModel, x, midpoint_offset=0.0):
         for i in range(model.n):
             for j in range(i):
                 parts.append(ca.sqrt(ca.sumsqr(where[i, :] - where[j, :])) / DISTANCE_UNIT)
+    for i in range(model.n):  # the thrust axis's vertical component: the tilt
+        magnitude = ca.sqrt(ca.sumsqr(thrust[i, :]) + 1e-9)
+        parts.append(thrust[i, 2] / magnitude / TILT_UNIT)
     return ca.vertcat(*parts)
 
 
@@ -148,12 +158,15 @@ def constraint_bounds(system: SystemParams, params: TeacherParams) -> np.ndarray
     """What ``constraint_functions`` add up to each constraint's margin (>= 0 when it holds):
     tension above its minimum and below its maximum, thrust below its maximum and above its
     minimum, distance (at the node and between nodes) beyond
-    ``min_distance + separation_margin``."""
+    ``min_distance + separation_margin``, tilt within ``max_tilt_deg``."""
     P = params
     n = system.n_uavs
     per_uav = np.array([-P.tension_min, P.tension_max, thrust_limit(system, P), -P.thrust_min])
     per_pair = -(P.min_distance + P.separation_margin) / DISTANCE_UNIT
-    return np.concatenate([np.tile(per_uav / FORCE_UNIT, n), np.full(n * (n - 1), per_pair)])
+    tilt = -np.cos(np.radians(P.max_tilt_deg)) / TILT_UNIT
+    return np.concatenate(
+        [np.tile(per_uav / FORCE_UNIT, n), np.full(n * (n - 1), per_pair), np.full(n, tilt)]
+    )
 
 
 def path_constraints(model: LoadCableModel, params: TeacherParams, x, midpoint_offset=0.0):
@@ -185,8 +198,9 @@ def formation_prior(system: SystemParams, hover, q: np.ndarray, acceleration: np
 
 
 def constraint_count(n: int) -> int:
-    """Per node: four per quadrotor, two per pair (at the node, before it)."""
-    return 4 * n + n * (n - 1)
+    """Per node: five per quadrotor (tension and thrust bounds, tilt), two per pair (at the
+    node, before it)."""
+    return 5 * n + n * (n - 1)
 
 
 def input_weights(params: TeacherParams, n: int) -> np.ndarray:

@@ -20,22 +20,22 @@ class TeacherParams:
     interval), so they do not depend on the node spacing.
     """
 
-    weight_position: float = 1500.0
+    weight_position: float = 100000.0
     """Load position error (1/m^2 s)."""
-    weight_attitude: float = 400.0
+    weight_attitude: float = 20000.0
     """Load attitude error, squared geodesic angle (1/rad^2 s)."""
     weight_velocity: float = 40.0
     """Load velocity error (s/m^2)."""
     weight_rate: float = 5.0
     """Load angular velocity error (s/rad^2)."""
-    weight_cable_jerk: float = 0.02
+    weight_cable_jerk: float = 0.001
     """Input: third derivative of each cable's angular velocity (s^5/rad^2)."""
     weight_tension_accel: float = 0.0005
     """Input: second derivative of each tension (s^3/N^2)."""
-    weight_direction: float = 5.0
+    weight_direction: float = 3000.0
     """Regularization of each cable direction toward the formation prior (1/s): it fixes the
     formation's shape, which the load's motion leaves free with more than three cables."""
-    prior: str = "tilt"
+    prior: str = "wrench"
     """The formation prior the cables are regularized toward (``TEACHER_PRIORS``): ``tilt``,
     the hover cone leaning toward the force the load needs (formation-tilt's shape); or
     ``wrench``, the cable forces of formation-wrench (the least change of that cone supplying
@@ -59,6 +59,9 @@ class TeacherParams:
     """Largest collective thrust as a fraction of the quadrotor's maximum (-)."""
     min_distance: float = 1.0
     """Smallest distance between two quadrotors (m)."""
+    max_tilt_deg: float = 60.0
+    """Largest tilt of a quadrotor's thrust axis from vertical anywhere in a plan (deg): what
+    the onboard controller flies (``controller.max_tilt_deg``)."""
     max_cable_jerk: float = 200.0
     """Bound on each component of the input d3r (rad/s^4)."""
     max_tension_accel: float = 2000.0
@@ -66,9 +69,15 @@ class TeacherParams:
     separation_margin: float = 0.02
     """Distance the optimizer keeps beyond ``min_distance``, for what the linearization misses
     between two iterations; plans are checked against ``min_distance`` itself (m)."""
-    exact_penalty: float = 1.0e4
+    exact_penalty: float = 1.0e5
     """Weight of the exact (L1) penalty on a constraint's violation, per newton, per 0.1 m or
     per normalized input and per second; above every multiplier, the constraints are hard."""
+    measurement_gain: float = 0.3
+    """How far each plan's initial load pose, twist and cable directions move from the plan
+    being flown toward their measured values (-; 1: the measurement as it is). Below 1 the
+    teacher filters what it measures, as an observer would: motion capture's attitude noise
+    (3 mrad) otherwise goes through the load's estimated angular velocity into every plan,
+    and at these tracking weights makes the load oscillate by 10 deg."""
     barrier: float = 1.0e-3
     """Interior-point barrier parameter, per second: a constraint pushing with multiplier z
     stays barrier / z from its bound (normalized units)."""
@@ -103,6 +112,8 @@ def _teacher(path: str, table: dict) -> TeacherParams:
         "barrier",
         "pace_factor",
         "pace_recovery",
+        "measurement_gain",
+        "max_tilt_deg",
     ):
         fields[name] = checks.positive
 
@@ -118,6 +129,10 @@ def _teacher(path: str, table: dict) -> TeacherParams:
             f"{path}.tension_min: expected less than tension_max="
             f"{teacher.tension_max!r}, got {teacher.tension_min!r}"
         )
+    if teacher.max_tilt_deg >= 90.0:
+        raise ConfigError(f"{path}.max_tilt_deg: expected below 90, got {teacher.max_tilt_deg!r}")
+    if teacher.measurement_gain > 1.0:
+        raise ConfigError(f"{path}.measurement_gain: expected at most 1, got {teacher.measurement_gain!r}")
     if teacher.thrust_margin > 1.0:
         raise ConfigError(f"{path}.thrust_margin: expected at most 1, got {teacher.thrust_margin!r}")
     if teacher.pace_factor >= 1.0:

@@ -90,9 +90,9 @@ def test_separation_between_nodes_is_predicted_from_the_node(paper_config):
     x = teacher.flown.X[10]
     pairs = n * (n - 1) // 2
     at_node = np.array(path_constraints(model, params, x, 0.0)).ravel()
-    np.testing.assert_allclose(at_node[4 * n + pairs :], at_node[4 * n : 4 * n + pairs])
+    np.testing.assert_allclose(at_node[4 * n + pairs : 4 * n + 2 * pairs], at_node[4 * n : 4 * n + pairs])
     offset = -0.05
-    ahead = np.array(path_constraints(model, params, x, offset)).ravel()[4 * n + pairs :]
+    ahead = np.array(path_constraints(model, params, x, offset)).ravel()[4 * n + pairs : 4 * n + 2 * pairs]
     p, v, a, jerk = (np.array(o) for o in model.outputs(x)[:4])
     q = p + offset * v + offset**2 / 2 * a + offset**3 / 6 * jerk
     expected = [np.linalg.norm(q[i] - q[j]) for i in range(n) for j in range(i)]
