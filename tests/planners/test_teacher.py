@@ -128,7 +128,7 @@ def test_nine_quadrotors_on_two_metre_cables(tmp_path):
     path.write_text(text.replace("\nlength = 1.0", "\nlength = 2.0"))
     config = load_config(path, uavs=9)
     teacher = TeacherPlanner.from_config(config)
-    assert teacher.ocp.nx == 13 + 14 * 9 and teacher.ocp.m == 4 * 9 + 2 * 36
+    assert teacher.ocp.nx == 13 + 14 * 9 and teacher.ocp.m == 5 * 9 + 2 * 36
     result = fly(config, teacher, "eight-slow", duration=5.0, record_plans=True)
     assert result.status is EpisodeStatus.COMPLETED
     assert teacher.report()["solver_failures"] == 0
