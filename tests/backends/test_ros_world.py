@@ -55,7 +55,7 @@ def delayed(latency_s: float) -> list[str]:
 def test_teacher_in_lockstep_through_the_stock_pilot_flies_as_on_the_embedded_one(ros_graph):
     """The gazebo backend against the stock pilot (pieces of each plan appended to its queue,
     each taking effect ``MARGIN_S`` after it was made), the world in lockstep: as the embedded
-    simulator with plans delayed so, within 15 % (measured: -2 % in position, -6 % in attitude
+    simulator with plans delayed so, within 15 % (measured: -3 % in position, -3 % in attitude
     over 12 s). In real time on this 2-core VM, a slow phase of the machine ran the pilots'
     queues dry 7-9 times in 12 s and the teacher flew 0.30 m (seen in a clean CI run)."""
     ros_graph.cableload("world", "world", "--lockstep")
