@@ -91,7 +91,7 @@ class StockQueue:
         self.end = end
         self._pending.append((sent_at, end))
 
-    def telemetry(self, now: float, queue_end: float) -> bool:
+    def telemetry(self, now: float, queue_end: float, count: bool = True) -> bool:
         """A telemetry message stamped ``now`` with the queue ending at ``queue_end`` (``now``
         when empty); whether it showed a rejection. After one the queue ends where the pilot
         says, or where the last reference still on its way ends (it starts where the rejected
@@ -100,7 +100,7 @@ class StockQueue:
         for sent_at, end in self._pending:
             if sent_at + self.in_flight_s > now:
                 keep.append((sent_at, end))
-            elif end > now and queue_end < end - self.tolerance_s:
+            elif count and end > now and queue_end < end - self.tolerance_s:
                 rejected += 1
         self._pending = keep
         if rejected:
@@ -124,6 +124,13 @@ newest plan when no newer one has come (in lockstep the world's clock waits at t
 for the next plan, so this never fires there)."""
 TIMER_MIN_S = 0.002
 """The shortest wait (wall s) of a client's timer."""
+
+VERDICT_WAIT_S = 0.03
+"""How long after a piece left (s, at least; twice the longest latency measured if more) a
+client reads the stock re-timing pilot's telemetry to judge whether the pilot took it."""
+VERDICT_MARGIN_S = 0.005
+"""A piece taken ends its pilot's queue no sooner than this short of its duration after it left
+(s): float noise and the telemetry's own rounding."""
 
 RECEIPT_TOLERANCE_S = 0.05
 """How much earlier than its pilot a watch may see a reference arrive (s): delivery jitter,
@@ -270,6 +277,26 @@ class LinkLatency:
         return max(self.samples) if self.samples else 0.0
 
 
+def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: float):
+    """Which pieces ``(sent at, duration)`` a stock re-timing pilot took, from one telemetry
+    message stamped ``now`` (its queue ending at ``queue_end`` when ``queued``): (the pieces
+    still to judge, how many it refused). A piece is judged by a message stamped after it
+    surely arrived (``VERDICT_WAIT_S``, or twice the longest latency measured, at most half its
+    duration) and before it would have ended: taken, it ends the queue ``duration`` after its
+    arrival, so no earlier than ``duration`` after it was sent; refused, the queue ends where it
+    did, which was at most the shortest latency after the piece left (the client sends no
+    sooner). The next piece taken extends the queue again, which is why the moment matters."""
+    keep, refused = [], 0
+    for sent_at, duration in pieces:
+        opens = sent_at + min(max(2.0 * longest_s, VERDICT_WAIT_S), duration / 2.0)
+        closes = sent_at + duration - VERDICT_MARGIN_S
+        if now < opens:
+            keep.append((sent_at, duration))
+        elif now <= closes and not (queued and queue_end >= closes):
+            refused += 1
+    return keep, refused
+
+
 class AgirosClient:
     """Talks to one quadrotor's pilot. ``t_offset`` converts episode times to ROS times."""
 
@@ -310,6 +337,7 @@ class AgirosClient:
             tolerance_s=0.5 * period_s if times == "receipt" else 1e-3,
         )
         self._last_piece: tuple[float, float] | None = None  # (sent at, duration) awaiting a sample
+        self._verdicts: list[tuple[float, float]] = []  # (sent at, duration) not yet judged
         self._newest: tuple[UavTrajectory, float, float] | None = None  # (plan, t_offset, left at)
         self._fresh = False  # whether no piece of the newest plan has been sent yet
         self._timer: threading.Timer | None = None
@@ -359,8 +387,19 @@ class AgirosClient:
                     self._last_piece = None
                     if self.queue == "stock":
                         self._queue.end = queue_end  # where the pilot's queue really ends
+            if self.queue == "stock" and self.times == "receipt":
+                self._judge(now, queued, queue_end)
             if self.queue == "stock":
-                self._queue.telemetry(now, queue_end)
+                # a re-timing pilot's refusals are judged above: the watch of pieces that end
+                # short, which the next piece taken hides, would miss them
+                self._queue.telemetry(now, queue_end, count=self.times != "receipt")
+
+    def _judge(self, now: float, queued: bool, queue_end: float) -> None:
+        """Count the pieces the stock re-timing pilot refused (``judge_pieces``; lock held)."""
+        self._verdicts, refused = judge_pieces(self._verdicts, now, queued, queue_end, self.latency.longest)
+        if refused:
+            self._queue.rejected += refused
+            self._queue.end = queue_end  # the pilot's own end: the next piece goes at once
 
     @property
     def rejected(self) -> int:
@@ -401,6 +440,7 @@ class AgirosClient:
         if name in ("land", "off", "force_hover"):
             with self._lock:
                 self._queue.reset()
+                self._verdicts = []  # the pilot drops its queue: nothing left to judge
                 self._newest = None  # no piece of a plan may follow a stop
 
     def enable(self, on: bool = True) -> None:
@@ -474,6 +514,8 @@ class AgirosClient:
             # until the telemetry tells where the pilot's queue ends, take the piece to arrive
             # as late as any has: the next one then never arrives before it has ended
             self._queue.sent(now, now + max(self.latency.longest, start - now) + duration)
+            if duration >= 2.0 * VERDICT_WAIT_S:
+                self._verdicts.append((now, duration))
         self.sent += 1
         return True
 
@@ -536,6 +578,7 @@ class AgirosClient:
     def reset_queue(self) -> None:
         with self._lock:
             self._queue.reset()
+            self._verdicts = []
             self._newest = None
 
     def close(self) -> None:
