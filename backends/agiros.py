@@ -38,10 +38,15 @@ import time
 import numpy as np
 
 from backends import ros1
-from backends.pilot import TIME_MODES, TIME_TOLERANCE, ReferenceQueue, reference_problem, sample_nodes
+from backends.pilot import (
+    QUEUE_MODES,
+    TIME_MODES,
+    TIME_TOLERANCE,
+    ReferenceQueue,
+    reference_problem,
+    sample_nodes,
+)
 from cableload_sim.physics.world import UavTrajectory
-
-QUEUE_MODES = ("stock", "replace")
 
 
 def plan_piece(traj: UavTrajectory, start: float, end: float, step: float) -> UavTrajectory | None:
@@ -75,14 +80,10 @@ class StockQueue:
     client resumed from the telemetry's stale end, and the pilot rejected the next reference
     (seen in a clean CI run)."""
 
-    def __init__(self, in_flight_s: float, tolerance_s: float = 1e-3):
-        """``tolerance_s``: how far short of a reference's expected end the pilot's queue may
-        end and the reference still count as taken (a re-timing pilot's pieces end where
-        their arrival puts them, which the client knows to the link's jitter)."""
+    def __init__(self, in_flight_s: float):
         if not in_flight_s > 0.0:
             raise ValueError(f"in_flight_s: expected a positive time, got {in_flight_s!r}")
         self.in_flight_s = in_flight_s
-        self.tolerance_s = tolerance_s
         self.end: float | None = None
         self.rejected = 0
         self._pending: list[tuple[float, float]] = []  # (sent at, end)
@@ -100,7 +101,7 @@ class StockQueue:
         for sent_at, end in self._pending:
             if sent_at + self.in_flight_s > now:
                 keep.append((sent_at, end))
-            elif count and end > now and queue_end < end - self.tolerance_s:
+            elif count and end > now and queue_end < end - 1e-3:
                 rejected += 1
         self._pending = keep
         if rejected:
@@ -332,10 +333,7 @@ class AgirosClient:
         self.telemetry = None
         self.sent = 0
         self.latency = LinkLatency()
-        self._queue = StockQueue(
-            in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s,
-            tolerance_s=0.5 * period_s if times == "receipt" else 1e-3,
-        )
+        self._queue = StockQueue(in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s)
         self._last_piece: tuple[float, float] | None = None  # (sent at, duration) awaiting a sample
         self._verdicts: list[tuple[float, float]] = []  # (sent at, duration) not yet judged
         self._newest: tuple[UavTrajectory, float, float] | None = None  # (plan, t_offset, left at)
@@ -387,9 +385,9 @@ class AgirosClient:
                     self._last_piece = None
                     if self.queue == "stock":
                         self._queue.end = queue_end  # where the pilot's queue really ends
-            if self.queue == "stock" and self.times == "receipt":
-                self._judge(now, queued, queue_end)
             if self.queue == "stock":
+                if self.times == "receipt":
+                    self._judge(now, queued, queue_end)
                 # a re-timing pilot's refusals are judged above: the watch of pieces that end
                 # short, which the next piece taken hides, would miss them
                 self._queue.telemetry(now, queue_end, count=self.times != "receipt")
@@ -438,10 +436,7 @@ class AgirosClient:
         """``start``, ``land``, ``off`` or ``force_hover``."""
         self.pub_commands[name].publish(ros1.messages().Empty())
         if name in ("land", "off", "force_hover"):
-            with self._lock:
-                self._queue.reset()
-                self._verdicts = []  # the pilot drops its queue: nothing left to judge
-                self._newest = None  # no piece of a plan may follow a stop
+            self.reset_queue()
 
     def enable(self, on: bool = True) -> None:
         self.pub_enable.publish(ros1.messages().Bool(bool(on)))
@@ -576,6 +571,8 @@ class AgirosClient:
         return True
 
     def reset_queue(self) -> None:
+        """Forget what the pilot's queue holds (it dropped it, or a new episode starts): nothing
+        is left to judge, and no piece of the last plan may follow."""
         with self._lock:
             self._queue.reset()
             self._verdicts = []

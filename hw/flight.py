@@ -44,12 +44,11 @@ from typing import Any
 
 import numpy as np
 
+from backends.pilot import QUEUE_MODES, TIME_MODES
 from cableload_sim import checks
 from cableload_sim.errors import ConfigError
 from hw.safety import SafetyLimits
 
-QUEUE_MODES = ("stock", "replace")
-TIME_MODES = ("receipt", "message")
 MOCAP_TOPICS = ("/mocap/{body}/pose", "/vrpn_client_node/{body}/pose")
 """Common motion-capture topic templates (``{body}``: the rigid body's name); any with
 ``{body}`` is accepted."""
