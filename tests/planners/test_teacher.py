@@ -186,8 +186,8 @@ def test_the_teacher_beats_the_formations_on_an_unseen_loop():
     """The default teacher, held hard to its reference with the wrench prior, on a random loop
     that no tuning used (seed 7, 1 m/s, 20 s): better than formation-follow and
     formation-wrench in position and attitude, and than its former weights, its quadrotors
-    never closer than the teacher's separation (measured: teacher 0.0012 m / 0.05 deg,
-    formation-follow 0.0019 / 0.10, formation-wrench 0.0018 / 0.10, former 0.0049 / 0.46)."""
+    never closer than the teacher's separation (measured: teacher 0.0014 m / 0.056 deg,
+    formation-follow 0.0022 / 0.135, formation-wrench 0.0021 / 0.156, former 0.0049 / 0.459)."""
     reference = make_reference("loop", orientation="constant", seed=7, speed=1.0)
     metrics = {}
     for name, overrides in (
@@ -211,9 +211,9 @@ def test_the_teacher_beats_the_formations_on_an_unseen_loop():
 def test_the_teacher_filters_what_it_measures():
     """``measurement_gain``: each plan starts from the flown plan's prediction moved toward the
     measurement by the gain. With motion capture's attitude noise (3 mrad) the teacher held this
-    hard oscillates when it takes the measurement as it is (gain 1: 10 deg and more), and tracks
-    to a fraction of a degree at the default 0.3 (measured on this loop over 12 s: 0.0012 m /
-    0.19 deg against 0.02 m / 11 deg)."""
+    hard oscillates when it takes the measurement as it is, and tracks to a fraction of a
+    degree at the default 0.3 (measured on this loop over 12 s: 0.0017 m / 0.116 deg at 0.3,
+    0.0137 m / 7.8 deg at 1)."""
     reference = make_reference("loop", orientation="constant", seed=7, speed=1.0)
     noisy = [
         "sensing.enabled=true",
