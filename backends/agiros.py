@@ -279,21 +279,28 @@ class LinkLatency:
 
 
 def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: float):
-    """Which pieces ``(sent at, duration)`` a stock re-timing pilot took, from one telemetry
-    message stamped ``now`` (its queue ending at ``queue_end`` when ``queued``): (the pieces
-    still to judge, how many it refused). A piece is judged by a message stamped after it
-    surely arrived (``VERDICT_WAIT_S``, or twice the longest latency measured, at most half its
-    duration) and before it would have ended: taken, it ends the queue ``duration`` after its
-    arrival, so no earlier than ``duration`` after it was sent; refused, the queue ends where it
-    did, which was at most the shortest latency after the piece left (the client sends no
-    sooner). The next piece taken extends the queue again, which is why the moment matters."""
+    """Which pieces ``(sent at, duration, seen short)`` a stock re-timing pilot took, from one
+    telemetry message stamped ``now`` (its queue ending at ``queue_end`` when ``queued``): (the
+    pieces still to judge, how many it refused). Taken, a piece ends the queue ``duration``
+    after its arrival, so no earlier than ``duration`` after it was sent; refused, the queue
+    ends where it did, which was at most the shortest latency after the piece left (the client
+    sends no sooner). Between the moment it surely arrived (``VERDICT_WAIT_S``, or twice the
+    longest latency measured, at most half its duration) and the moment it would have ended,
+    one message showing the queue reaching that end counts it taken; one showing it short marks
+    it. A marked piece that no message of that span showed taken counts as refused at the first
+    message after it (a piece that arrived later than any before was first seen short, then
+    taken, on a loaded machine). Later messages cannot tell: the next piece taken extends the
+    queue again."""
     keep, refused = [], 0
-    for sent_at, duration in pieces:
+    for sent_at, duration, short in pieces:
         opens = sent_at + min(max(2.0 * longest_s, VERDICT_WAIT_S), duration / 2.0)
         closes = sent_at + duration - VERDICT_MARGIN_S
         if now < opens:
-            keep.append((sent_at, duration))
-        elif now <= closes and not (queued and queue_end >= closes):
+            keep.append((sent_at, duration, short))
+        elif now <= closes:
+            if not (queued and queue_end >= closes):
+                keep.append((sent_at, duration, True))
+        elif short:
             refused += 1
     return keep, refused
 
@@ -335,7 +342,7 @@ class AgirosClient:
         self.latency = LinkLatency()
         self._queue = StockQueue(in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s)
         self._last_piece: tuple[float, float] | None = None  # (sent at, duration) awaiting a sample
-        self._verdicts: list[tuple[float, float]] = []  # (sent at, duration) not yet judged
+        self._verdicts: list[tuple[float, float, bool]] = []  # (sent at, duration, seen short)
         self._newest: tuple[UavTrajectory, float, float] | None = None  # (plan, t_offset, left at)
         self._fresh = False  # whether no piece of the newest plan has been sent yet
         self._timer: threading.Timer | None = None
@@ -510,7 +517,7 @@ class AgirosClient:
             # as late as any has: the next one then never arrives before it has ended
             self._queue.sent(now, now + max(self.latency.longest, start - now) + duration)
             if duration >= 2.0 * VERDICT_WAIT_S:
-                self._verdicts.append((now, duration))
+                self._verdicts.append((now, duration, False))
         self.sent += 1
         return True
 

@@ -352,16 +352,22 @@ def test_a_re_timing_stock_pilots_refusals_are_judged_from_its_telemetry():
     """``agiros.judge_pieces``: a piece of 0.1 s sent at 10.0 s, the latency up to 12 ms. A
     telemetry message before it surely arrived judges nothing; one after, with the queue ending
     where the piece puts it, counts it taken; one with the queue ending where it did before (or
-    empty) counts it refused; one after the piece would have ended judges nothing (the next
-    piece may have extended the queue)."""
+    empty) marks it, and it counts as refused at the first message after it would have ended,
+    unless a message before that showed it taken (it came later than any piece before: on a
+    loaded machine it was counted refused, and the pilot had taken it); a piece never seen
+    short is not counted (the next piece may have extended the queue)."""
     from backends.agiros import judge_pieces
 
-    piece = [(10.0, 0.1)]
+    piece = [(10.0, 0.1, False)]
+    marked = [(10.0, 0.1, True)]
     assert judge_pieces(piece, 10.01, True, 10.005, 0.012) == (piece, 0)  # not yet arrived
     assert judge_pieces(piece, 10.04, True, 10.111, 0.012) == ([], 0)  # taken: ends 10.111
-    assert judge_pieces(piece, 10.04, True, 10.008, 0.012) == ([], 1)  # refused: old end
-    assert judge_pieces(piece, 10.04, False, 10.04, 0.012) == ([], 1)  # refused: ran dry
+    assert judge_pieces(piece, 10.04, True, 10.008, 0.012) == (marked, 0)  # short: old end
+    assert judge_pieces(piece, 10.04, False, 10.04, 0.012) == (marked, 0)  # short: ran dry
+    assert judge_pieces(marked, 10.09, True, 10.17, 0.012) == ([], 0)  # arrived late, taken
+    assert judge_pieces(marked, 10.1, True, 10.008, 0.012) == ([], 1)  # refused
+    assert judge_pieces(marked, 10.2, True, 10.25, 0.012) == ([], 1)  # never seen taken
     assert judge_pieces(piece, 10.2, True, 10.25, 0.012) == ([], 0)  # too late to tell
     # a long latency waits longer, never past half the piece
     assert judge_pieces(piece, 10.04, True, 10.008, 0.03) == (piece, 0)
-    assert judge_pieces(piece, 10.051, True, 10.008, 0.2) == ([], 1)
+    assert judge_pieces(piece, 10.051, True, 10.008, 0.2) == (marked, 0)
