@@ -210,9 +210,9 @@ class PlannerNode:
         self.planner = planner
         self.uav = uav
         self.relay = relay
-        self.origin = float(np.floor(time.time())) if relay else 0.0
-        """Times here are ROS times minus this (s): a flight's wall-clock times (about 1.8e9 s)
-        leave a float32 in the student's network no precision at all."""
+        self.origin = math.floor(time.time()) if relay else 0
+        """Times here are ROS times minus this (whole s): a flight's wall-clock times (about
+        1.8e9 s) leave a float32 in the student's network no precision at all."""
         if relay and uav is None:
             raise UsageError("--relay: a flight's planner nodes are students (--planner student --uav I)")
         """Plans go to the flight station (``RELAY_TOPIC``), which passes them through the
@@ -321,15 +321,14 @@ class PlannerNode:
                 client.reset_queue()
             return
         try:
-            arrays = ros1.load_setpoints_arrays(msg)
-            arrays["t"] = arrays["t"] - self.origin
+            arrays = ros1.load_setpoints_arrays(msg, self.origin)
             reference = SampledReference(arrays)
         except ValueError:
             self.horizons_ignored += 1
             return
         self.reference = reference
         self._owner, self._owner_seen = caller, clock
-        stamp, last = msg.header.stamp.to_sec() - self.origin, self._last_horizon
+        stamp, last = ros1.seconds_since(msg.header.stamp, self.origin), self._last_horizon
         self._last_horizon = stamp
         if self._anchor is not None and last is not None and stamp - last < NEW_EPISODE_GAP_S:
             periods = (stamp - self._anchor) / self.period_s
@@ -355,12 +354,14 @@ class PlannerNode:
     def _on_load_pose(self, msg) -> None:
         q = ros1.wxyz(msg.pose.orientation)
         self._load.add(
-            msg.header.stamp.to_sec() - self.origin, ros1.xyz(msg.pose.position), q / np.linalg.norm(q)
+            ros1.seconds_since(msg.header.stamp, self.origin),
+            ros1.xyz(msg.pose.position),
+            q / np.linalg.norm(q),
         )
 
     def _on_own_state(self, msg) -> None:
-        t, p, q, v, w, _ = ros1.from_quad_state(msg)
-        self._own.add(t - self.origin, p, q, v, w)
+        _, p, q, v, w, _ = ros1.from_quad_state(msg)
+        self._own.add(ros1.seconds_since(msg.header.stamp, self.origin), p, q, v, w)
 
     def _observation(self) -> LocalObservation | None:
         """The own state and the load's pose at one time: the later of the two streams'

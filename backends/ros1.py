@@ -468,11 +468,28 @@ def load_setpoints_message(t0: float, times: np.ndarray, sample, t_offset: float
     return m.Reference(header=header(t0 + t_offset, frame="load_reference"), points=points)
 
 
-def load_setpoints_arrays(msg) -> dict[str, np.ndarray]:
-    """Arrays t, p, v, a, j, q (w, x, y, z), omega, alpha of a load-reference message."""
+def seconds_since(stamp, origin: int = 0) -> float:
+    """``stamp`` (``rospy.Time``) less ``origin`` whole seconds, exact to the nanosecond
+    (``to_sec()`` of a wall-clock stamp, about 1.8e9 s, keeps float64's 0.24 us there)."""
+    return float(stamp.secs - origin) + stamp.nsecs * 1e-9
+
+
+GRID_S = 1e-6
+"""The grid (s) a load-reference message's times are put back on, relative to its header."""
+
+
+def load_setpoints_arrays(msg, origin: int = 0) -> dict[str, np.ndarray]:
+    """Arrays t, p, v, a, j, q (w, x, y, z), omega, alpha of a load-reference message, times
+    less ``origin`` whole seconds. A setpoint's ``t`` is a float64 of ROS time: at wall-clock
+    magnitudes its resolution is 0.24 us, and a 20 ms grid of them jitters by that much. A
+    planner differentiating the reference three times (the formation's jerk, through the
+    reference's acceleration) turned that jitter into jerks of hundreds of m/s^3 and body rates
+    of tens of rad/s. So the times are taken relative to the header's stamp (exact), rounded to
+    ``GRID_S``, and added to the stamp less ``origin``."""
     states = [point.state for point in msg.points]
+    relative = np.array([s.t for s in states]) - msg.header.stamp.to_sec()
     return {
-        "t": np.array([s.t for s in states]),
+        "t": seconds_since(msg.header.stamp, origin) + np.round(relative / GRID_S) * GRID_S,
         "p": np.array([xyz(s.pose.position) for s in states]).reshape(-1, 3),
         "v": np.array([xyz(s.velocity.linear) for s in states]).reshape(-1, 3),
         "a": np.array([xyz(s.acceleration.linear) for s in states]).reshape(-1, 3),

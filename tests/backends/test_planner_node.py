@@ -18,10 +18,10 @@ require(ok, why)
 from backends.planner_node import SampledReference  # noqa: E402  (needs ROS messages)
 
 
-def sampled(reference, t0: float, offset: float = 0.0) -> SampledReference:
+def sampled(reference, t0: float, offset: float = 0.0, origin: int = 0) -> SampledReference:
     times = t0 + np.arange(-0.2, 2.5 + 1e-9, 0.02)
     msg = ros1.load_setpoints_message(t0, times, reference.sample(times), offset)
-    return SampledReference(ros1.load_setpoints_arrays(msg))
+    return SampledReference(ros1.load_setpoints_arrays(msg, origin))
 
 
 @pytest.mark.parametrize("orientation", ["constant", "zero-sideslip"])
@@ -36,6 +36,30 @@ def test_reference_from_the_horizon_message_matches_the_reference(orientation):
     np.testing.assert_allclose(np.abs(np.sum(approx.q * exact.q, axis=1)), 1.0, atol=1e-9)
     np.testing.assert_allclose(approx.omega, exact.omega, atol=1e-5)
     assert rebuilt.covers(106.8, 109.4) and not rebuilt.covers(106.7, 108.0)
+
+
+@pytest.mark.parametrize("t0", [6.93, 7.4, 12.0])
+def test_a_student_nodes_prior_on_the_wall_clock_is_the_references(t0):
+    """A flight's reference horizon is stamped in wall-clock seconds (about 1.8e9 s), where a
+    float64 time resolves 0.24 us. The prior a student node computes from it (the follow
+    formation's slots, whose jerk is the third derivative of a function of the reference's
+    acceleration) matches the one from the reference itself at every node: from the lift off
+    the ground into the eight, where the load starts to accelerate sideways."""
+    from cableload_sim.params import load_config
+    from cableload_sim.trajectories.lift import from_ground
+    from planners.formation import FormationPlanner
+
+    reference = from_ground(make_reference("eight-medium"))
+    config = load_config()
+    prior = FormationPlanner(config.system, tilt=True, wrench=True, aero=config.aero, follow=True)
+    wall = 1_796_599_437  # a flight's wall clock, whole seconds
+    rebuilt = sampled(reference, t0, offset=wall + 0.318, origin=wall)
+    exact = prior.slot_arrays_and_sample(t0, reference)[1]
+    approx = prior.slot_arrays_and_sample(t0 + 0.318, rebuilt)[1]
+    for m, (name, atol) in enumerate(
+        [("position", 1e-6), ("velocity", 1e-4), ("acceleration", 5e-3), ("jerk", 0.1), ("body rate", 0.02)]
+    ):
+        np.testing.assert_allclose(approx[m], exact[m], atol=atol, err_msg=name)
 
 
 def test_student_node_plans_what_the_embedded_student_plans(paper_config):
