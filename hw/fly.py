@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from backends import ros1
 from backends.runner import run_episode
 from cableload_sim.errors import CableloadError
 from cableload_sim.metrics import uav_distances
@@ -203,12 +204,10 @@ class Station:
         return all(c.telemetry is not None and c.telemetry.bridge_armed.data for c in self.backend.clients)
 
     def positions(self) -> np.ndarray:
-        from backends import ros1
 
         return np.array([ros1.from_quad_state(c.state)[1] for c in self.backend.clients])
 
     def speeds(self) -> np.ndarray:
-        from backends import ros1
 
         return np.array([np.linalg.norm(ros1.from_quad_state(c.state)[3]) for c in self.backend.clients])
 
@@ -299,7 +298,6 @@ def marker_publisher():
         from visualization_msgs.msg import MarkerArray
     except ImportError:
         return None
-    from backends import ros1
 
     return ros1.rospy().Publisher("/cableload/plans", MarkerArray, queue_size=1, latch=True)
 
@@ -308,7 +306,6 @@ def plan_markers(plans, names: list[str]):
     """The plans as RViz line strips (``visualization_msgs/MarkerArray``), one per quadrotor."""
     from visualization_msgs.msg import Marker, MarkerArray
 
-    from backends import ros1
 
     array = MarkerArray()
     for k, (name, plan) in enumerate(zip(names, plans)):
@@ -418,6 +415,7 @@ def fly(
         station.wait_button(Button.CONFIRM)
         station.phase = "transport"
         station.transporting = True
+        ros1.freeze_heap()  # no full garbage collection stops the station mid-transport
         episode = run_episode(
             backend,
             planner,

@@ -290,3 +290,44 @@ def test_preflight_passes_then_names_each_quadrotor_and_check_that_fails(ros_gra
         ("quad2", "clock offset (s)"),
         ("quad2", "battery (V)"),
     }
+
+
+@pytest.mark.slow
+def test_student_nodes_fly_through_the_safety_module(ros_graph, tmp_path):
+    """One `cableload node --relay` per quadrotor: their plans come to the station, pass the
+    safety module there, and only then reach the pilots."""
+    start_world(ros_graph)
+    for i in range(len(QUADS)):
+        ros_graph.cableload(f"node{i}", "node", "--planner", "student", "--uav", str(i), "--relay")
+    ros_graph.wait_for(
+        lambda: all(f"/{quad}/cableload/plan" in ros_graph.master_state()["publishers"] for quad in QUADS),
+        120.0,
+        "the student nodes",
+    )
+    result = fly(
+        ros_graph,
+        "--planner",
+        "student",
+        "--nodes",
+        "--trajectory",
+        "eight-medium",
+        "--duration",
+        "40",
+        "--operator",
+        f"script:{FLY}",
+    )
+    log = world_log(ros_graph)
+    assert result["status"] == "completed", (result.get("message"), log[-3000:])
+    assert result["plans_rejected"] == 0 and result["safety_events"] == []
+    # a node's plan later than the station's wait for it (the newest one is sent again):
+    # at most 5 % of the three nodes' decisions over the transport
+    assert result["node_plans_late"] <= 0.05 * 3 * 40 * 10, result["node_plans_late"]
+    reference = embedded_rmse(ros_graph, "student")
+    print(
+        f"student nodes: flight {1e3 * result['rmse_position_m']:.1f} mm, embedded {1e3 * reference:.1f} mm"
+    )
+    assert result["rmse_position_m"] < 1.5 * reference, (result["rmse_position_m"], reference)
+    # nothing went from a node to a pilot: the pilots' references all came from the station
+    publishers = ros_graph.master_state()["publishers"]
+    for quad in QUADS:
+        assert not any("student" in node for node in publishers.get(f"/{quad}/agiros_pilot/trajectory", []))
