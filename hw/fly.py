@@ -306,7 +306,6 @@ def plan_markers(plans, names: list[str]):
     """The plans as RViz line strips (``visualization_msgs/MarkerArray``), one per quadrotor."""
     from visualization_msgs.msg import Marker, MarkerArray
 
-
     array = MarkerArray()
     for k, (name, plan) in enumerate(zip(names, plans)):
         marker = Marker()
