@@ -753,12 +753,6 @@ class GazeboBackend:
             raise UsageError(
                 "the gazebo backend cannot apply a load wrench disturbance; fly without --disturbance"
             )
-        if scenario.on_ground:
-            raise UsageError(
-                "the gazebo backend starts the system in hover (its model is set "
-                "to the start pose in the air); fly --from-ground on the embedded "
-                "backend"
-            )
         m = ros1.messages()
         self._failure = None
         pause = self._service(ros1.PAUSE_PHYSICS, m.EmptyService)
@@ -791,7 +785,10 @@ class GazeboBackend:
         )
         for client in self.clients:
             client.command("start")
-            client.command("force_hover")
+            if not scenario.on_ground:  # in the air: hover where placed
+                client.command("force_hover")
+        if scenario.on_ground:  # each pilot climbs its take-off height with slack cables
+            self._await_takeoff()
         self._settle()
         # the first plans are made with the world paused (unpaused by the first advance): the
         # system does not drift while they are made, and a world in lockstep (which waits one
@@ -828,6 +825,21 @@ class GazeboBackend:
             time.sleep(0.005)
             if self.clock != last:
                 last, since = self.clock, time.monotonic()
+
+    def _await_takeoff(self, height_m: float = 0.25) -> None:
+        """Wait (world time) until every quadrotor has climbed ``height_m`` off the ground."""
+        self._wait_first_clock()
+        start = [s.latest()[1][2] for s in self.observer.quads]
+        deadline = self.clock + 30.0
+        while self.clock < deadline:
+            if all(s.latest()[1][2] - z0 >= height_m for s, z0 in zip(self.observer.quads, start)):
+                return
+            if not self._wait_clock(self.clock + 0.02, "the pilots took off", SETUP_TIMEOUT_S):
+                raise ros1.RosFailure(self._failure)
+        raise ros1.RosFailure(
+            f"the quadrotors did not climb {height_m:g} m off the ground within 30 s of world "
+            "time after `start` (a pilot's takeoff_height below that?)"
+        )
 
     def _settle(self, still_speed: float = 0.05, still_for: float = 0.3) -> None:
         """Wait (world time) until every quadrotor has been still for ``still_for`` s."""
@@ -879,6 +891,25 @@ class GazeboBackend:
         if action not in self.PILOT_COMMANDS:
             raise ValueError(f"command: expected one of {sorted(self.PILOT_COMMANDS)}, got {action!r}")
         self.clients[uav].command(self.PILOT_COMMANDS[action])
+
+    def land(self, timeout_s: float = 20.0) -> bool:
+        """After a flight from the ground, once the load is set down: every pilot hovers, then
+        lands (the pilot lands only from a hover), as an operator does. Whether every
+        quadrotor came down to the ground within ``timeout_s`` of world time."""
+        for client in self.clients:
+            client.command("force_hover")
+        if not self._wait_clock(self.clock + 0.2, "the pilots hovered", SETUP_TIMEOUT_S):
+            return False
+        for client in self.clients:
+            client.command("land")
+        floor = self.config.ground.landing_height + 0.05
+        deadline = self.clock + timeout_s
+        while self.clock < deadline:
+            if all(s.latest()[1][2] <= floor for s in self.observer.quads):
+                return True
+            if not self._wait_clock(self.clock + 0.05, "the quadrotors landed", SETUP_TIMEOUT_S):
+                return False
+        return False
 
     def publish_reference(
         self, reference, t: float, horizon_s: float = 2.5, lead_s: float = 0.2, step_s: float = 0.02

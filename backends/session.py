@@ -19,7 +19,7 @@ import numpy as np
 
 from backends import make_backend
 from backends.base import Scenario
-from backends.runner import run_episode, starts_on_ground
+from backends.runner import EpisodeStatus, run_episode, starts_on_ground
 from cableload_sim import checks
 from cableload_sim.errors import ResourceError, UsageError
 from cableload_sim.io.resources import free_disk, gigabytes
@@ -235,9 +235,15 @@ def fly(
 
             with RunLogWriter(log_path, config, overwrite=overwrite) as log:
                 result = episode(FanOutLogger(log, ros_topics) if ros_topics else log)
+        landed = None
+        land = getattr(backend, "land", None)
+        if scenario.on_ground and land is not None and result.status is EpisodeStatus.COMPLETED:
+            landed = land()  # the pilots' own landing, once the load is set down
     finally:
         backend.close()
     metrics = dict(result.metrics)
+    if landed is not None:
+        metrics["landed"] = landed
     if mae is not None:
         metrics["deriv_mae_mps"] = mae.value()
     metrics["planner"] = label

@@ -12,14 +12,16 @@ To its clients it is such a world:
 - ``/clock`` with ``/use_sim_time`` set, and the gazebo_ros services episodes use:
   ``/gazebo/reset_world``, ``/gazebo/pause_physics``, ``/gazebo/unpause_physics``,
   ``/gazebo/set_model_state`` (model ``multilift``: the load's pose; the system is placed at rest
-  in hover around it).
+  in hover around it, or, for a load pose on the floor, resting on the ground with ``[ground]``
+  on: the load on the floor, each quadrotor on the ground below its slot, cables slack).
 
-The system is spawned airborne in its hover formation. The simulator has no ground contact yet,
-so until every quadrotor has been started the world holds the system at its spawn state (the
-stand-in for resting on the ground): time runs, nothing moves. After that the physics runs while
-the world is unpaused. A pilot that lands descends ``land_drop_m`` and switches off; once all
-have, the system is held again. ``off`` while flying is the emergency kill: with no ground to
-fall to, the world stops the flight there and holds the system (reported in its log).
+The system is spawned airborne in its hover formation. Until every quadrotor has been started
+the world holds the system as it was placed: time runs, nothing moves. From the ground the
+pilots' ``start`` climbs ``takeoff_height_m`` (0.5 m: the cables stay slack). After that the
+physics runs while the world is unpaused. A pilot that lands descends ``land_drop_m`` (or to
+the ground) and switches off; once all have, the system is held again. ``off`` while flying
+is the emergency kill: motors off are not modelled, so the world stops the flight there and
+holds the system (reported in its log).
 
 Hardware mode (``HardwareOptions``, ``cableload world --hardware``): the world stands in for an
 arena with real quadrotors, as ``cableload fly`` meets them. It runs on the wall clock (no
@@ -84,6 +86,9 @@ from cableload_sim.physics.sensing import MotionCapture
 from cableload_sim.physics.simulator import Simulator
 from cableload_sim.rotations import quat_to_matrix
 
+GROUND_TAKEOFF_M = 0.5
+"""The pilots' take-off height from the ground (m): the example flight's, low enough that the
+cables stay slack (the Agilicious default, 1.0 m, would pull them taut around the load)."""
 TELEMETRY_RATE_HZ = 20.0
 FAULT_TOPIC = "/cableload/world/fault"
 """Hardware mode: faults to rehearse (``std_msgs/String``; ``WorldNode._on_fault``)."""
@@ -134,6 +139,8 @@ class WorldOptions:
     """Seed of the links' draws (``make_links``); used only with ``config.link`` on."""
     lockstep: bool = False
     """The clock waits at every planner decision for the references of that decision."""
+    takeoff_height_m: float = GROUND_TAKEOFF_M
+    """How far the pilots climb on ``start`` from the ground (their ``takeoff_height``, m)."""
 
     def __post_init__(self):
         if not np.isfinite(self.real_time_factor) or self.real_time_factor < 0.0:
@@ -154,6 +161,10 @@ class WorldOptions:
             )
         if self.land_drop_m <= 0.0 or not np.isfinite(self.land_drop_m):
             raise UsageError(f"land_drop_m: expected a positive distance, got {self.land_drop_m!r}")
+        if not (np.isfinite(self.takeoff_height_m) and self.takeoff_height_m > 0.0):
+            raise UsageError(
+                f"--takeoff-height: expected a positive height (m), got {self.takeoff_height_m!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -223,7 +234,7 @@ class WorldNode:
         telemetry_hz = self.options.state_rate_hz if hardware is not None else TELEMETRY_RATE_HZ
         self.telemetry_every = max(1, round(self.options.state_rate_hz / telemetry_hz))
         self.spawn = spawn_pose or (np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
-        takeoff = hardware.takeoff_height_m if hardware is not None else 1.0
+        takeoff = hardware.takeoff_height_m if hardware is not None else self.options.takeoff_height_m
         self.pilots = [
             Pilot(name, self.options.pilot_queue, self.options.land_drop_m, takeoff, self.options.pilot_times)
             for name in self.names
@@ -281,8 +292,16 @@ class WorldNode:
     def sim_time(self) -> float:
         return self.clock - self.epoch
 
-    def _place(self, load_p, load_q) -> None:
+    def on_the_floor(self, load_p) -> bool:
+        """Whether a placement of the load at ``load_p`` puts the system on the ground: in
+        hardware mode always; else with ``[ground]`` on and the load's centre no higher than
+        its box's height above the floor (where no hover formation could hold it)."""
         if self.hardware is not None:
+            return True
+        return bool(self.config.ground.enabled and load_p[2] <= self.config.system.load.size[2])
+
+    def _place(self, load_p, load_q) -> None:
+        if self.on_the_floor(load_p):
             self.sim.reset_on_ground(load_p, load_q)
         else:
             self.sim.reset(load_p, load_q)
@@ -503,9 +522,14 @@ class WorldNode:
             response.success, response.status_message = False, problem
             return response
         with self._lock:
-            self._place(p, q / np.linalg.norm(q))
+            try:
+                self._place(p, q / np.linalg.norm(q))
+            except UsageError as err:  # e.g. a formation whose cables are taut on the ground
+                response.success, response.status_message = False, str(err)
+                return response
         self._episode_node = ros1.caller_of(request)
-        response.success, response.status_message = True, "placed at rest in hover"
+        where = "on the ground" if self.on_the_floor(p) else "in hover"
+        response.success, response.status_message = True, f"placed at rest {where}"
         return response
 
     def summary(self) -> str:

@@ -273,12 +273,6 @@ def _flight(args, config, reference):
         force, torque = args.disturbance
         disturbance = WrenchDisturbance(max_force=force, max_torque=torque)
     backend = getattr(args, "backend", "embedded")
-    if backend == "gazebo" and getattr(args, "from_ground", False):
-        raise CliError(
-            "--from-ground: the gazebo backend starts the system in hover; fly from "
-            "the ground on the embedded backend, or in a flight (`cableload fly` against "
-            "the arena or `cableload world --hardware`)"
-        )
     options = (
         {"pilot_queue": args.pilot_queue, "pilot_times": args.pilot_times} if backend == "gazebo" else {}
     )
@@ -525,6 +519,8 @@ def cmd_world(args) -> int:
         config, names, hardware, (args.pilot_queue, args.pilot_times) = _hardware_world(args)
     elif args.flight is not None:
         raise CliError("--flight: a flight file is served with --hardware")
+    if args.hardware and args.takeoff_height is not None:
+        raise CliError("--takeoff-height: with --hardware the flight file's takeoff_height_m counts")
     else:
         config = load_cli_config(args)
     options = WorldOptions(
@@ -536,6 +532,7 @@ def cmd_world(args) -> int:
         start_paused=args.paused,
         seed=args.seed,
         lockstep=args.lockstep,
+        **({} if args.takeoff_height is None else {"takeoff_height_m": args.takeoff_height}),
     )
     world = WorldNode(config, options, quad_names=names, hardware=hardware)
     from backends.gazebo import master_reachable, master_uri
@@ -1192,6 +1189,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mocap-rate", type=float, default=100.0, help="load pose rate (Hz)")
     _add_pilot_queue(p)
     p.add_argument("--paused", action="store_true", help="start with the physics paused")
+    p.add_argument(
+        "--takeoff-height",
+        type=float,
+        default=None,
+        metavar="M",
+        help="how far the pilots climb on `start` from the ground (default 0.5 m: the cables "
+        "stay slack; with --hardware the flight file's)",
+    )
     p.add_argument(
         "--lockstep",
         action="store_true",

@@ -233,11 +233,11 @@ def test_an_os_error_names_the_file():
     assert os_error_line(renamed) == "/a -> /b: Invalid cross-device link"
 
 
-def test_a_flight_from_the_ground_is_refused_on_the_gazebo_backend(capsys):
-    """Its model is set to the start pose in the air; refused before any ROS connection."""
-    code, out, err = run(
-        capsys,
-        ["simulate", "--backend", "gazebo", "--from-ground", "--trajectory", "eight-slow", "--duration", "5"],
-    )
+def test_a_hardware_worlds_take_off_height_is_the_flight_files(capsys):
+    """``world --hardware`` serves a flight file, whose pilots' take-off height counts: a
+    second one on the command line is refused before any ROS connection."""
+    code, out, err = run(capsys, ["world", "--hardware", "--takeoff-height", "0.4"])
     assert code == 2 and out == ""
-    assert "--from-ground: the gazebo backend starts the system in hover" in one_line(err)
+    assert "--takeoff-height: with --hardware the flight file's takeoff_height_m counts" in one_line(err)
+    code, out, err = run(capsys, ["world", "--takeoff-height", "-1"])
+    assert code == 2 and "--takeoff-height: expected a positive height (m), got -1.0" in one_line(err)
