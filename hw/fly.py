@@ -41,6 +41,9 @@ from hw.operator import Button, InputSource, OperatorEvent
 from hw.safety import Action, SafetyInputs, SafetyModule, decide
 
 POLL_S = 0.002
+WATCH_S = 0.005
+"""How often (s) the station checks the safety module's time rules between decisions (ages of
+states and motion capture, the link, batteries, guards)."""
 """How often the operator's input is read (s): the dead-man's reaction time."""
 ENABLE_WAIT_S = 5.0
 AIRBORNE_WAIT_S = 15.0
@@ -88,6 +91,7 @@ class Station:
         self._buttons: queue.Queue[OperatorEvent] = queue.Queue()
         self._stop = threading.Event()
         self._watch = threading.Thread(target=self._read_input, name="operator", daemon=True)
+        self._watchdog = threading.Thread(target=self._watch_time_rules, name="safety", daemon=True)
         self.transporting = False
         self._markers = None
 
@@ -95,12 +99,32 @@ class Station:
 
     def start(self) -> None:
         self._watch.start()
+        self._watchdog.start()
 
     def close(self) -> None:
         self._stop.set()
-        if self._watch.is_alive():
-            self._watch.join(timeout=1.0)
+        for thread in (self._watch, self._watchdog):
+            if thread.is_alive():
+                thread.join(timeout=1.0)
         self.source.close()
+
+    def _watch_time_rules(self) -> None:
+        """During the transport, every ``WATCH_S``: the safety module's time rules on the
+        backend's ages; what fires is acted on at once, as the dead-man is (the episode then
+        ends ``safety_stop`` at its next decision)."""
+        while not self._stop.wait(WATCH_S):
+            if not self.transporting:
+                continue
+            try:
+                inputs = self.backend.safety_inputs()
+                actions = self.safety.watch(self.backend.time, inputs, self.flight.n_uavs)
+            except Exception as err:  # noqa: BLE001 - a watchdog that cannot judge stops the flight
+                self.say(f"safety watchdog failed ({type(err).__name__}: {err}); every quadrotor hovers")
+                actions = [Action.HOVER] * self.flight.n_uavs
+                self.safety.trip(self.backend.time, "watchdog", Action.HOVER, str(err), self.flight.n_uavs)
+            for i, action in enumerate(actions or ()):
+                if action is not Action.NONE:
+                    self.backend.command(i, action.label)
 
     def _read_input(self) -> None:
         while not self._stop.is_set():

@@ -35,6 +35,11 @@ rule fires every quadrotor stops tracking. ``off`` goes to the quadrotors the ru
 other plan of that period. Once it has acted, the module keeps acting (the run ends with
 ``safety_stop`` naming the rule); the operator takes over from the hover.
 
+The last five rules judge what the backend reports between two states (ages, the link,
+batteries, guards: ``TIME_RULES``): a flight station also checks them every few milliseconds
+between decisions (``SafetyModule.watch``), so that a lost motion capture or link is acted on
+when its age passes the limit, not at the next decision.
+
 May import: ``cableload_sim``, ``planners``. Imported by: ``backends``, ``hw``,
 ``cableload_sim.cli`` (it sits below the backends, which all use it).
 """
@@ -43,7 +48,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -466,6 +471,11 @@ def pilot_rule(inputs: SafetyInputs, limits: SafetyLimits) -> list[Intervention]
 
 STATE_RULES = (arena_rule, speed_rule, acceleration_rule, separation_rule, freshness_rule, pilot_rule)
 
+TIME_RULES = (freshness_rule, pilot_rule)
+"""The rules that judge what the backend reports between two states (ages, link, batteries,
+guards), not the state itself: a watchdog checks them between decisions
+(``SafetyModule.watch``)."""
+
 
 def interventions(
     plans: list[UavTrajectory], inputs: SafetyInputs, limits: SafetyLimits
@@ -519,6 +529,8 @@ class SafetyModule:
     def reset(self) -> None:
         self.events: list[Intervention] = []
         self.latched: list[Action] | None = None
+        self.last_inputs: SafetyInputs | None = None
+        """The inputs of the latest decision (``watch`` judges newer ages against them)."""
         self.stop_status = "safety_stop"
         """The episode status the module's stop calls for (a trip may name another)."""
         self._previous: tuple[float, np.ndarray] | None = None
@@ -549,6 +561,7 @@ class SafetyModule:
         """This period's decision; after a first intervention, the latched actions."""
         inputs = self.inputs(state, extra)
         with self._lock:
+            self.last_inputs = inputs
             if self.latched is not None:
                 return SafetyDecision([None] * len(plans), list(self.latched), [])
             decision = decide(plans, inputs, self.limits)
@@ -580,6 +593,23 @@ class SafetyModule:
                 self.latched = [max(a, b) for a, b in zip(self.latched, actions)]
             self.events.append(event)
             return SafetyDecision([None] * n_uavs, list(self.latched), [event])
+
+    def watch(self, t: float, extra: dict, n_uavs: int) -> list[Action] | None:
+        """Between decisions: ``TIME_RULES`` on what the backend reports now (``extra``, as
+        ``safety_inputs()`` gives it) at time ``t``, with the latest decision's state. When one
+        fires it is latched and logged like a rule at a decision, and the actions every
+        quadrotor must be given at once are returned (None: nothing fired, or the module had
+        stopped already, or no decision was made yet). Safe to call from another thread."""
+        with self._lock:
+            if self.latched is not None or self.last_inputs is None:
+                return None
+            inputs = replace(self.last_inputs, t=float(t), **extra)
+            events = [e for rule in TIME_RULES for e in rule(inputs, self.limits)]
+            if not events:
+                return None
+            self.latched = team_actions(events, n_uavs)
+            self.events.extend(events)
+            return list(self.latched)
 
     def report(self) -> dict:
         first = self.first_event()

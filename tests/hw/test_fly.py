@@ -233,11 +233,12 @@ def test_motion_capture_of_the_load_lost_makes_every_quadrotor_hover(ros_graph):
     lost = fault_time(log, "mocap-lost load")
     hovers = commands(log, "force_hover")
     assert set(hovers) == set(QUADS)
-    # stale once its last frame is max_mocap_age_s (0.2 s) old; then within one decision (0.1 s)
+    # stale once its last frame is max_mocap_age_s (0.2 s) old; the station's watchdog then
+    # sends every pilot force_hover within 0.1 s (measured: 0.21-0.22 s after the fault)
     print(
         f"load's motion capture lost: every quadrotor told to hover {max(hovers.values()) - lost:.3f} s later"
     )
-    assert max(hovers.values()) - lost < 0.2 + 0.1 + 0.05, (lost, hovers)
+    assert max(hovers.values()) - lost < 0.2 + 0.1, (lost, hovers)
 
 
 @pytest.mark.slow
@@ -250,9 +251,10 @@ def test_one_quadrotors_link_cut_makes_the_others_hover_with_it(ros_graph):
     cut = fault_time(log, "link-cut quad2")
     hovers = commands(log, "force_hover")
     assert set(hovers) == set(QUADS)
-    # no plan for max_plan_age_s (0.5 s), then within one decision
+    # no plan taken for max_plan_age_s (0.5 s; the last one was taken up to a period before
+    # the cut), then the station's watchdog within 0.1 s
     print(f"quad2's link cut: every quadrotor told to hover {max(hovers.values()) - cut:.3f} s later")
-    assert max(hovers.values()) - cut < 0.5 + 0.1 + 0.15, (cut, hovers)
+    assert max(hovers.values()) - cut < 0.5 + 0.1, (cut, hovers)
 
 
 def preflight(ros_graph, flight: Path) -> tuple[int, dict]:

@@ -235,6 +235,28 @@ def test_once_it_has_acted_the_module_sends_nothing_again():
     assert not module.check(state(t=2.0), hover_plans(2.0)).intervened
 
 
+def test_between_decisions_the_watchdog_acts_on_ages_alone():
+    """``SafetyModule.watch`` judges the time rules on newer ages with the last decision's
+    state: nothing before a first decision; a body whose frames stopped hovers every quadrotor
+    at once, latched and logged like a decision's rule; then the module has acted."""
+    module = SafetyModule(LIMITS)
+    fresh = {"mocap_age": {"load": 0.01}, "state_age": np.full(3, 0.01)}
+    assert module.watch(1.0, fresh, 3) is None  # no decision made yet
+    assert not module.check(state(t=1.0), hover_plans(1.0), fresh).intervened
+    assert module.watch(1.05, fresh, 3) is None
+    lost = {"mocap_age": {"load": LIMITS.max_mocap_age_s + 0.005}}
+    assert module.watch(1.06, lost, 3) == [Action.HOVER] * 3
+    assert module.stopped and module.report()["safety_rule"] == "stale_mocap"
+    assert module.events[0].t == 1.06 and "load" in module.events[0].reason
+    assert module.watch(1.07, lost, 3) is None  # acted once; the decisions keep the hover
+    later = module.check(state(t=1.1), hover_plans(1.1), fresh)
+    assert later.plans == [None] * 3 and later.actions == [Action.HOVER] * 3
+    # a guard between decisions lands every quadrotor; speeds are left to the decisions
+    module.reset()
+    module.check(state(t=2.0), hover_plans(2.0))
+    assert module.watch(2.01, {"guard": np.array([False, True, False])}, 3) == [Action.LAND] * 3
+
+
 def test_bad_limits_are_named():
     with pytest.raises(ConfigError, match="arena_max"):
         SafetyLimits(arena_min=(0, 0, 0), arena_max=(1, 1, 0))
