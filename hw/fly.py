@@ -112,11 +112,12 @@ class Station:
         """During the transport, every ``WATCH_S``: the safety module's time rules on the
         backend's ages; what fires is acted on at once, as the dead-man is (the episode then
         ends ``safety_stop`` at its next decision)."""
-        while not self._stop.wait(WATCH_S):
-            if not self.transporting:
+        ages = getattr(self.backend, "safety_inputs", None)
+        while ages is not None and not self._stop.wait(WATCH_S):
+            if not self.transporting or self.safety.last_inputs is None:  # before the first decision
                 continue
             try:
-                inputs = self.backend.safety_inputs()
+                inputs = ages()
                 actions = self.safety.watch(self.backend.time, inputs, self.flight.n_uavs)
             except Exception as err:  # noqa: BLE001 - a watchdog that cannot judge stops the flight
                 self.say(f"safety watchdog failed ({type(err).__name__}: {err}); every quadrotor hovers")

@@ -208,17 +208,21 @@ GAMEPAD_BUTTONS = {
 
 
 class GamepadSource:
-    """A gamepad through ``evdev`` (``pip install evdev``; Linux). ``device``: its path
-    (``/dev/input/eventN``), or None for the first device that has the dead-man button."""
+    """A gamepad through ``evdev`` (the ``flight`` extra; Linux). ``device``: its path
+    (``/dev/input/eventN``), an open device (anything with evdev's ``read_one`` and
+    ``close``), or None for the first device that has the dead-man button. Key presses and
+    releases of the mapped buttons become events (auto-repeats and axes are ignored); a
+    device that fails (unplugged) lets the dead-man go."""
 
     name = "gamepad"
 
-    def __init__(self, device: str | None = None, mapping: dict[str, Button] | None = None):
+    def __init__(self, device=None, mapping: dict[str, Button] | None = None):
         try:
             import evdev
         except ImportError as err:
             raise UsageError(
-                "--operator gamepad: needs the evdev package (pip install evdev); "
+                "--operator gamepad: needs the evdev package (pip install evdev, or the "
+                "project's flight extra); "
                 "--operator keyboard works without it"
             ) from err
         self.evdev = evdev
@@ -234,7 +238,7 @@ class GamepadSource:
                     break
             else:
                 raise UsageError("--operator gamepad: no input device with a dead-man button (BTN_TL) found")
-        self.device = evdev.InputDevice(device)
+        self.device = evdev.InputDevice(device) if isinstance(device, str) else device
 
     def poll(self, phase: str) -> list[OperatorEvent]:
         events = []

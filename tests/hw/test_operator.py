@@ -179,3 +179,46 @@ def test_the_first_plans_are_shown_as_one_line_strip_per_quadrotor():
     assert [len(m.points) for m in markers] == [times.size] * 3
     assert markers[2].points[-1].x == pytest.approx(times[-1] + 2)
     assert all(0.0 <= c <= 1.0 for m in markers for c in (m.color.r, m.color.g, m.color.b))
+
+
+class FakeGamepad:
+    """An open input device: evdev's ``read_one`` over a list of events, an exception raised
+    where one stands (a device unplugged)."""
+
+    def __init__(self, events):
+        self.events = list(events)
+        self.closed = False
+
+    def read_one(self):
+        if not self.events:
+            return None
+        event = self.events.pop(0)
+        if isinstance(event, Exception):
+            raise event
+        return event
+
+
+def test_the_gamepad_reads_its_buttons_and_an_unplugged_one_lets_the_deadman_go():
+    evdev = pytest.importorskip("evdev", reason="the flight extra (evdev) is not installed")
+    from hw.operator import GamepadSource
+
+    def key(name: str, value: int):
+        return evdev.InputEvent(0, 0, evdev.ecodes.EV_KEY, evdev.ecodes.ecodes[name], value)
+
+    axis = evdev.InputEvent(0, 0, evdev.ecodes.EV_ABS, evdev.ecodes.ABS_X, 120)
+    device = FakeGamepad(
+        [key("BTN_TL", 1), axis, key("BTN_SOUTH", 1), key("BTN_SOUTH", 2), key("BTN_SOUTH", 0)]
+        + [key("BTN_MODE", 1), key("BTN_TR", 1)]
+    )
+    source = GamepadSource(device)
+    got = [(e.button, e.pressed) for e in source.poll("idle")]
+    assert got == [
+        (Button.DEADMAN, True),
+        (Button.ENABLE, True),  # the auto-repeat (2) and the stick are not buttons
+        (Button.ENABLE, False),
+        (Button.OFF, True),  # BTN_MODE is not mapped
+    ]
+    assert source.poll("idle") == []  # nothing new
+    device.events.append(OSError(19, "No such device"))
+    unplugged = source.poll("transport")
+    assert [(e.button, e.pressed) for e in unplugged] == [(Button.DEADMAN, False)]
