@@ -34,6 +34,8 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -236,7 +238,10 @@ class PilotWatch:
     def refusing(self) -> str | None:
         """Why the pilot is refusing the planner's references, when it has refused every one
         for ``REJECTED_FOR_S`` (None otherwise)."""
-        if self._refusing_since is None or self._last_refused - self._refusing_since < REJECTED_FOR_S:
+        if self._refusing_since is None:
+            return None
+        assert self._last_refused is not None  # set and cleared with _refusing_since
+        if self._last_refused - self._refusing_since < REJECTED_FOR_S:
             return None
         return (
             f"every reference refused for {self._last_refused - self._refusing_since:.1f} "
@@ -366,7 +371,7 @@ class AgirosClient:
             rospy.Subscriber(topic(ros1.STATE_TOPIC), m.QuadState, self._on_state, queue_size=10),
             rospy.Subscriber(topic(ros1.TELEMETRY_TOPIC), m.Telemetry, self._on_telemetry, queue_size=10),
         ]
-        self.on_state = None  # optional callback(msg)
+        self.on_state: Callable[[Any], None] | None = None  # optional callback(msg)
         self.on_telemetry = None  # optional callback(msg)
 
     # -- incoming --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
 from planners.base import hover_plan
 
 
-def _check(condition: bool, what: str) -> None:
+def _check(condition: bool | np.bool_, what: str) -> None:
     if not condition:
         raise AssertionError(f"backend conformance: {what}")
 

@@ -15,6 +15,7 @@ episode ends there all the same).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from cableload_sim.physics.link import InFlight, LinkStats, make_links
 from cableload_sim.physics.sensing import Sensors
 from cableload_sim.physics.simulator import Simulator, StepLog, world_state_from
 from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
+
+if TYPE_CHECKING:
+    from cableload_sim.physics.disturbances import WrenchProcess
 
 ARRIVAL_TOLERANCE_STEPS = 1e-6
 """A plan arriving within this fraction of a physics step after a step's start is taken at
@@ -55,7 +59,7 @@ class EmbeddedBackend:
             )
         self.planner_period_s = self.steps_per_period * self.sim.h
         self.capture_every = round(1.0 / (config.sensing.mocap_rate_hz * self.sim.h))
-        self._disturbance = None
+        self._disturbance: WrenchProcess | None = None
         self.links = make_links(config.link, self.sim.n, 0)
         self.in_flight = InFlight()
         self.sensors: Sensors | None = None
@@ -124,7 +128,8 @@ class EmbeddedBackend:
             self._deliver()
             if self.sim.step >= end:
                 break
-            stop = min(end, self._next_arrival_step(), self._next_capture_step())
+            # a step number: the others may be inf (nothing to wait for), end is not
+            stop = cast(int, min(end, self._next_arrival_step(), self._next_capture_step()))
             held = None if wrench is None else wrench[self.sim.step - start : stop - start]
             logs.append(self.sim.advance(stop - self.sim.step, wrench=held))
             if self.sensors is not None and self.sim.step % self.capture_every == 0:

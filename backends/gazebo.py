@@ -33,6 +33,7 @@ import os
 import socket
 import threading
 import time
+from typing import cast
 from urllib.parse import urlparse
 
 import numpy as np
@@ -303,11 +304,14 @@ class WorldObserver:
         if not rows:
             return WorldSamples.empty(self.n)
         times = np.array([r[0] for r in rows])
-        quads = [s.at(times) for s in self.quads]
-        if any(q is None for q in quads):
+        series = [s.at(times) for s in self.quads]
+        if any(q is None for q in series):
             return WorldSamples.empty(self.n)
-        tension = self.tension.at(times)
-        tension = tension[0] if tension is not None else np.tile(self.hover_tensions, (len(times), 1))
+        quads = cast("list[list[np.ndarray]]", series)  # none is None (checked above)
+        tension_series = self.tension.at(times)
+        tension = (
+            tension_series[0] if tension_series is not None else np.tile(self.hover_tensions, (len(times), 1))
+        )
         return WorldSamples(
             t=times - self.t0,
             load_p=np.array([r[1] for r in rows]),
@@ -562,6 +566,7 @@ class GazeboBackend:
             )
 
     def _clock_went_back(self) -> None:
+        assert self._clock_back is not None  # called when the clock went back
         before, after = self._clock_back
         self._check_world_instance()
         self._fail(
@@ -797,6 +802,7 @@ class GazeboBackend:
         self._await_still_clock()
         self._unpause = unpause
         ros1.freeze_heap()  # no full garbage collection stalls the episode mid-flight
+        assert self.clock is not None  # _settle waited for the first /clock
         self.t0 = self.clock
         self._wait_state(self.t0)
         self.observer.t0 = self.t0
@@ -806,6 +812,7 @@ class GazeboBackend:
         self.overrides.clear()
         for watch, client in zip(self.watches, self.clients):
             watch.disarmed_at = None
+            assert client.telemetry is not None  # every pilot's telemetry came (waited for above)
             watch.armed = bool(client.telemetry.bridge_armed.data)
             watch.foreign.clear()
             watch.senders.clear()
@@ -829,6 +836,7 @@ class GazeboBackend:
     def _await_takeoff(self, height_m: float = 0.25) -> None:
         """Wait (world time) until every quadrotor has climbed ``height_m`` off the ground."""
         self._wait_first_clock()
+        assert self.clock is not None  # known once _wait_first_clock returns (never None again)
         start = [s.latest()[1][2] for s in self.observer.quads]
         deadline = self.clock + 30.0
         while self.clock < deadline:
@@ -844,6 +852,7 @@ class GazeboBackend:
     def _settle(self, still_speed: float = 0.05, still_for: float = 0.3) -> None:
         """Wait (world time) until every quadrotor has been still for ``still_for`` s."""
         self._wait_first_clock()
+        assert self.clock is not None  # known once _wait_first_clock returns (never None again)
         if not self._wait_clock(self.clock + 0.2, "the pilots took off", SETUP_TIMEOUT_S):
             raise ros1.RosFailure(self._failure)
         deadline = self.clock + 30.0
@@ -898,6 +907,7 @@ class GazeboBackend:
         quadrotor came down to the ground within ``timeout_s`` of world time."""
         for client in self.clients:
             client.command("force_hover")
+        assert self.clock is not None  # known since reset()
         if not self._wait_clock(self.clock + 0.2, "the pilots hovered", SETUP_TIMEOUT_S):
             return False
         for client in self.clients:

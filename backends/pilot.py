@@ -328,6 +328,7 @@ class Pilot:
     def plan(self, t: float, position) -> UavTrajectory | None:
         """The controller's plan at time ``t`` (None: motors off)."""
         if self.state is PilotState.LANDING:
+            assert self._land_start is not None  # set by land(), the one way into LANDING
             start_time, start = self._land_start
             drop = min(self.land_drop_m, max(start[2] - self.ground_z, 0.0))
             if LAND_SPEED * (t - start_time) >= drop:
@@ -339,7 +340,9 @@ class Pilot:
             self.queue.drop_expired(t)
             if self.queue.start is not None and self.queue.start <= t + TIME_TOLERANCE:
                 self.state = PilotState.TRACKING
-                self._final = self.queue.final_position()
+                final = self.queue.final_position()
+                assert final is not None  # the queue holds a reference (its start is not None)
+                self._final = final
                 return self.queue.sample(t)
             if self.state is PilotState.TRACKING:  # the queue ran out: hold its end
                 self.hover_position = self._final

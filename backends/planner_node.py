@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import cast
 
 import numpy as np
 
@@ -250,6 +251,7 @@ class PlannerNode:
             rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, m.Reference, self._on_horizon, queue_size=2)
         ]
         if self.relay:  # no pilot topic is touched: the own state is read, nothing sent
+            assert self.uav is not None  # a relay plans for one quadrotor (checked in __init__)
             self.clients = {}
             own_state = ros1.STATE_TOPIC.format(quad=self.names[self.uav])
             self._subscribers.append(
@@ -367,11 +369,16 @@ class PlannerNode:
         """The own state and the load's pose at one time: the later of the two streams'
         newest stamps that both have reached (interpolated where they are not sampled
         together), so the cable's two ends are seen at the same instant."""
+        assert self.uav is not None  # (a node for one quadrotor)
         own, load = self._own.latest(), self._load.latest()
         if own is None or load is None:
             return None
         t = min(own[0], load[0])
-        (p, q, v, w), (load_p, load_q) = self._own.at(np.array([t])), self._load.at(np.array([t]))
+        # both streams have rows (their latest is not None), so both give values
+        (p, q, v, w), (load_p, load_q) = cast(
+            "tuple[list[np.ndarray], list[np.ndarray]]",
+            (self._own.at(np.array([t])), self._load.at(np.array([t]))),
+        )
         return LocalObservation.of(
             t,
             load_p[0],
@@ -436,6 +443,7 @@ class PlannerNode:
         if anchor is None:
             return False
         decided = self._decision_time if self.relay else anchor + self._decision * self.period_s
+        assert decided is not None  # _decision_time is set with the anchor, never unset
         wait_until_known(self._known_until, decided)  # the world's states of that time
         if self._fresh:
             self._fresh = False

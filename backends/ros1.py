@@ -33,6 +33,7 @@ import sys
 import types
 import xmlrpc.client
 from importlib import resources
+from typing import cast
 
 import numpy as np
 
@@ -531,7 +532,8 @@ def node_answers(name: str, timeout: float = 0.3) -> bool:
     try:
         uri = rosgraph.Master("/cableload_check").lookupNode(name)
         proxy = xmlrpc.client.ServerProxy(uri, transport=_TimeoutTransport(timeout))
-        code, _message, _pid = proxy.getPid("/cableload_check")
+        # the slave API's answer: (code, status message, pid)
+        code, _message, _pid = cast("tuple[int, str, int]", proxy.getPid("/cableload_check"))
         return code == 1
     except Exception:  # noqa: BLE001 - unknown to the master, refused, timed out: not answering
         return False

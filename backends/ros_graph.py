@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from backends.ros1 import DEBIAN_PACKAGES, RosUnavailable, ros_available
 
@@ -116,7 +117,10 @@ class RosGraph:
         import xmlrpc.client
 
         proxy = xmlrpc.client.ServerProxy(self.env["ROS_MASTER_URI"])
-        code, message, (pubs, subs, _services) = proxy.getSystemState("/cableload_graph")
+        # the master API's answer: (code, status message, [publishers, subscribers, services]),
+        # each a list of [name, [node, ...]]
+        answer = proxy.getSystemState("/cableload_graph")
+        code, message, (pubs, subs, _services) = cast("tuple[int, str, list[list[Any]]]", answer)
         if code != 1:
             raise RuntimeError(f"master getSystemState failed: {message}")
         return {"publishers": dict(pubs), "subscribers": dict(subs)}

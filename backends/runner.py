@@ -179,13 +179,14 @@ def run_episode(
                 log_onboard(state.t, *estimate)
         trajectories = [guard.check(i, traj, state) for i, traj in enumerate(planner.plan(state, reference))]
         decision = None
+        sent = True
         if safety is not None:
             decision = safety.check(state, trajectories, safety_inputs() if safety_inputs else None)
-        sent = decision is None or not (decision.intervened or safety.stopped)
+            sent = not (decision.intervened or safety.stopped)
         if sent:
             for i, traj in enumerate(trajectories):
                 backend.send(i, traj)
-        elif decision.intervened:
+        elif decision is not None and decision.intervened:  # (not sent: a decision was made)
             act(backend, decision, state)  # a trip from outside has acted already
         if safety is not None and log_safety is not None:
             for event in safety.events[logged_events:]:

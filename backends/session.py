@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from cableload_sim.physics.disturbances import WrenchDisturbance
 from hw.safety import SafetyLimits, SafetyModule
 from planners import check_planner_name, make_planner
 
+if TYPE_CHECKING:
+    from cableload_sim.trajectories import LoadReference
+
 NODES = "nodes"
 """The planner seat of a ROS backend whose planners run as ``cableload node`` processes."""
 
@@ -38,7 +42,7 @@ class Flight:
     """What to fly, whatever the planner."""
 
     config: Config
-    reference: object
+    reference: LoadReference
     """The load reference (``cableload_sim.trajectories.LoadReference``)."""
     duration: float
     """Simulated seconds."""

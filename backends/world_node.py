@@ -71,6 +71,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -417,6 +418,7 @@ class WorldNode:
 
     def _on_command(self, msg, args) -> None:
         i, kind = args
+        payload: dict[str, np.ndarray] | bool | None
         try:
             if kind == "trajectory":  # converted here, in the subscriber's thread
                 payload = ros1.trajectory_arrays(msg)
@@ -439,6 +441,7 @@ class WorldNode:
         and telemetry stop), ``clear`` (every fault ends)."""
         words = str(msg.data).split()
         kind, target = (words + ["", ""])[:2]
+        assert self.hardware is not None  # subscribed to in hardware mode only
         bodies = (self.hardware.load_body, *self.hardware.bodies)
         known = {"mocap-lost": bodies, "link-cut": self.names, "state-silent": self.names}
         if kind == "clear":
@@ -723,7 +726,7 @@ class WorldNode:
         changes no bit of the physics)."""
         left = self.steps_per_slice
         while left > 0:
-            steps = min(left, self._steps_to_next_arrival())
+            steps = cast(int, min(left, self._steps_to_next_arrival()))  # left is finite
             self.sim.advance(steps, log=False)
             self.clock = self.epoch + self.sim.time
             left -= steps
@@ -866,6 +869,7 @@ class WorldNode:
     def _publish_mocap(self, t: float, state) -> None:
         """Take a motion-capture frame of every body at its rate, publish those whose latency
         has passed; a share of frames is lost."""
+        assert self.hardware is not None and self.mocap is not None  # (hardware mode only)
         if self._slices % self.mocap_every == 0:
             p = np.vstack([state.load_p[None], state.uav_p])
             q = np.vstack([state.load_q[None], state.uav_q])

@@ -25,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -43,6 +44,7 @@ from planners.student import (
     LOAD_FEATURES,
     PRIOR_FEATURES,
     REF_FEATURES,
+    Policy,
     StudentPlanner,
 )
 
@@ -189,7 +191,10 @@ def _with_mismatch(config, mismatch: dict | None):
 
     params = MismatchParams(
         load_mass_scale=float(mismatch["load_mass_scale"]),
-        attachment_offsets=tuple(tuple(map(float, row)) for row in mismatch["attachment_offsets"]),
+        attachment_offsets=cast(
+            "tuple[tuple[float, float, float], ...]",  # rows of three (MismatchParams checks them)
+            tuple(tuple(map(float, row)) for row in mismatch["attachment_offsets"]),
+        ),
         cable_length_deltas=tuple(map(float, mismatch["cable_length_deltas"])),
     )
     return dataclasses.replace(config, mismatch=params)
@@ -246,6 +251,7 @@ def collect_episode(task: EpisodeTask) -> dict:
     nominal = _system_config(task.system_config, task.uavs, task.overrides)
     config = _with_mismatch(nominal, task.mismatch)
     history = task.config["network"]["history"]
+    policy: Policy
     if task.policy is not None:
         data = read_checkpoint(task.policy, f"round {task.round_index} policy")
         policy = TorchPolicy(network_from_checkpoint(data, f"round {task.round_index} policy"))
@@ -311,7 +317,7 @@ class LocalExecutor:
 
     def __init__(self, workers: int = 0):
         self.workers = workers or os.cpu_count() or 1
-        self._pool = None
+        self._pool: ProcessPoolExecutor | None = None
 
     def map(self, fn: Callable, tasks: list) -> list:
         if self.workers == 1:
@@ -343,7 +349,7 @@ class RayExecutor:
                 ray.init(
                     num_cpus=num_cpus, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False
                 )
-        self._remote = {}
+        self._remote: dict[Callable, Any] = {}  # ray remote functions
 
     def map(self, fn: Callable, tasks: list) -> list:
         remote = self._remote.get(fn)
@@ -587,10 +593,10 @@ def validation_references(config: TrainConfig) -> list[tuple[ReferenceSpec, int 
     quadrotors: held-out draws of the distribution (``dagger.validation_seed``), cycling over
     ``dagger.uavs``, or the first named trajectory."""
     d = config.dagger
-    counts = list(d.uavs) or [None]
+    counts: list[int | None] = list(d.uavs) or [None]
     if config.references is not None:
         rng = np.random.default_rng(d.validation_seed)
-        out = []
+        out: list[tuple[ReferenceSpec, int | None]] = []
         for e in range(d.validation_episodes):
             n = counts[e % len(counts)]
             out.append((config.references.draw(rng, training_system(config, n), d.eval_s), n))
@@ -772,7 +778,7 @@ def train(
                 }
                 store.write_shard(k, shard)
             t_collect = time.perf_counter() - t_round
-            data = store.open_shards(k)
+            round_data = store.open_shards(k)
             if k == 0 and not done:
                 net.set_normalization(data_stats(store.read_shards(0), config.network.residual))
                 average.sync_buffers()
@@ -786,7 +792,7 @@ def train(
                 loss = train_epochs(
                     net,
                     optimizer,
-                    data,
+                    round_data,
                     d.epochs,
                     config.training.batch_size,
                     generator,
@@ -806,7 +812,7 @@ def train(
             row = {
                 "round": k,
                 "beta": float(beta[k]),
-                "samples": len(data),
+                "samples": len(round_data),
                 "loss": loss,
                 "collect_s": t_collect,
                 "train_s": t_train,

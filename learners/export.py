@@ -82,6 +82,7 @@ def _is_eight_medium(reference) -> bool:
     if getattr(reference, "name", None) != "eight-medium":
         return False
     trained = make_reference("eight-medium")
+    assert trained.period_s is not None  # the eight is periodic
     t = np.linspace(0.0, trained.period_s, 97)
     a, b = reference.sample(t), trained.sample(t)
     return bool(np.allclose(a.p, b.p, atol=1e-9) and np.allclose(a.q, b.q, atol=1e-9))
@@ -235,7 +236,7 @@ class TorchPolicy:
             raise UsageError(f"threads: expected a whole number >= 1, got {threads!r}")
         self.net = net.eval()
         self.threads = threads
-        self._traced = {}
+        self._traced: dict[int, torch.jit.ScriptModule] = {}
 
     def _fn(self, batch: int):
         fn = self._traced.get(batch)
@@ -295,7 +296,7 @@ def export_onnx(net: StudentNet, path: Path) -> None:
     torch.onnx.export(
         _OnnxWrapper(net.eval()),
         example,
-        buffer,
+        buffer,  # type: ignore[arg-type]  # torch annotates paths only; dynamo=False writes to files too
         dynamo=False,
         input_names=list(INPUTS),
         output_names=list(OUTPUTS),
@@ -438,6 +439,7 @@ def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
     if not policy_dir.is_dir():
         raise InputMissingError(f"policy directory {str(policy_dir)!r} does not exist")
     net, data = load_checkpoint(policy_dir / "student.pt")
+    policy: TorchPolicy | OnnxPolicy
     if runtime == "torch":
         policy = TorchPolicy(net)
     else:

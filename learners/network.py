@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -203,6 +204,11 @@ class StudentNet(nn.Module):
     """Student policy network; ``forward(ego, load, ref, prior)`` returns physical outputs
     (see ``predict``)."""
 
+    # buffers (registered in __init__), typed for the checker
+    tau: torch.Tensor
+    out_mean: torch.Tensor
+    out_std: torch.Tensor
+
     def __init__(self, config: NetworkConfig):
         super().__init__()
         self.config = config
@@ -269,7 +275,7 @@ class StudentNet(nn.Module):
         jet = _tanh_jet(z0, z1, None, None, with_jerk)
         orders = 4 if with_jerk else 3
         for layer in self.hidden:
-            z = _linear_jet(layer, jet, orders)
+            z = _linear_jet(cast(nn.Linear, layer), jet, orders)
             jet = _tanh_jet(z[0], z[1], z[2], z[3] if with_jerk else None, with_jerk)
         z = _linear_jet(self.out, jet, orders)
         return z[0], z[1], z[2], (z[3] if with_jerk else None)
@@ -310,6 +316,7 @@ class StudentNet(nn.Module):
                 "w": mean[3:6] + std[3:6] * f0[..., 3:6],
             }
             if with_jerk:
+                assert f3 is not None  # computed with_jerk
                 out["j"] = scale * f3[..., 0:3] / HORIZON_S**3
             return out
         y = torch.tanh(self.first(latent)[:, None, :] + tau[None, :, None] * self.time_weight)

@@ -141,6 +141,17 @@ def hover_plan(t: float, position) -> UavTrajectory:
     return UavTrajectory(times, p, zeros, zeros, zeros, zeros)
 
 
+class PositionsAt(Protocol):
+    """What ``PlanGuard.check`` reads of a state: its time (s) and the quadrotors' positions
+    (n, 3); a ``WorldState`` is one."""
+
+    @property
+    def t(self) -> float: ...
+
+    @property
+    def uav_p(self) -> np.ndarray: ...
+
+
 @dataclass
 class PlanGuard:
     """Checks every plan; replaces a bad one by the last good one shifted, or a hover hold."""
@@ -155,7 +166,7 @@ class PlanGuard:
         self.reasons = []
         self._last = {}
 
-    def check(self, uav: int, plan: UavTrajectory, state: WorldState) -> UavTrajectory:
+    def check(self, uav: int, plan: UavTrajectory, state: PositionsAt) -> UavTrajectory:
         reason = self.bounds.violation(plan)
         if reason is None:
             self._last[uav] = plan

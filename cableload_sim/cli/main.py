@@ -773,8 +773,8 @@ def cmd_bench(args) -> int:
     elif args.what == "teacher":
         from backends.session import bench_teacher
 
-        uavs = _uav_list(args.uavs if args.uavs is not None else "3,4,5,6")
-        figures = bench_teacher(uavs, args.duration, args.trajectory, args.config, args.set)
+        counts = _uav_list(args.uavs if args.uavs is not None else "3,4,5,6")
+        figures = bench_teacher(counts, args.duration, args.trajectory, args.config, args.set)
     else:
         raise CliError(f"unknown benchmark {args.what!r}; expected: sim, teacher")
     if args.json:
@@ -813,6 +813,7 @@ def cmd_launch(args) -> int:
         text=True,
         start_new_session=True,
     )
+    assert proc.stdout is not None  # stdout=PIPE
     result = None
     try:
         for line in proc.stdout:

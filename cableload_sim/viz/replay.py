@@ -49,7 +49,8 @@ def tension_color(tension: float, max_tension: float) -> tuple[float, float, flo
     x = min(tension / max(max_tension, 1e-9), 1.0) * (len(_TENSION_STOPS) - 1)
     k = min(int(x), len(_TENSION_STOPS) - 2)
     color = _TENSION_STOPS[k] + (x - k) * (_TENSION_STOPS[k + 1] - _TENSION_STOPS[k])
-    return tuple(float(c) for c in color)
+    r, g, b = color
+    return float(r), float(g), float(b)
 
 
 def _transform(R: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -116,8 +117,7 @@ class ReplayScene:
             reference = pv.lines_from_points(run.ref_p[window]) if window.sum() > 1 else None
             if reference is not None:
                 plotter.add_mesh(reference, color=REFERENCE_COLOR, line_width=1.5)
-        points = np.vstack([p[np.isfinite(p).all(axis=1)] for p in points])
-        self._frame_camera(points)
+        self._frame_camera(np.vstack([p[np.isfinite(p).all(axis=1)] for p in points]))
 
         self.load_actor = plotter.add_mesh(
             pv.Box(bounds=(-size[0] / 2, size[0] / 2, -size[1] / 2, size[1] / 2, -size[2] / 2, size[2] / 2)),
@@ -276,6 +276,7 @@ def replay(
         raise NoDisplay("no display: pass video='out.mp4' or screenshot='out.png' to replay off screen")
     run = require_samples(read_run(path))
     written = []
+    scene: ReplayScene | None  # dropped (None) at the end
     if screenshot is not None:
         plotter = make_plotter(window_size)
         scene = ReplayScene(run, plotter, start=start, end=end)

@@ -15,6 +15,7 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 
@@ -50,6 +51,11 @@ from cableload_sim.io.runlog.topics import (
 from cableload_sim.params import SystemParams
 from cableload_sim.physics.world import UavTrajectory, WorldSamples, WorldState
 from cableload_sim.rotations import quat_to_matrix
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+    from rosbags.interfaces import Connection
+    from rosbags.rosbag1 import Writer
 
 RECORD_OVERHEAD = 58
 """Bytes a bag spends on each message besides its data: the record header (op, conn, time:
@@ -160,12 +166,12 @@ class RunLogWriter:
             config = config.to_dict()
         self.config = config
         self._onboard = bool((config or {}).get("imu", {}).get("enabled", False))
-        self.quad_names = list(quad_names) if quad_names is not None else None
+        self.quad_names: list[str] | None = list(quad_names) if quad_names is not None else None
         self.flush_period_s = float(flush_period_s)
         self.fsync = fsync
         self.flushed_time = -math.inf
         """Simulation time (s) up to which every sample is on disk."""
-        self._bag = None
+        self._bag: Writer | None = None
         self._closed = False
         self._last_t = 0.0
         self._next_flush = self.flush_period_s
@@ -196,7 +202,7 @@ class RunLogWriter:
             bag.open()
         self._bag = bag
         self._seq: dict[str, int] = {}
-        self._conn = {}
+        self._conn: dict[str, tuple[Connection, str]] = {}
         with self._disk():
             for quad in names:
                 self._add(STATE_TOPIC.format(quad=quad), QUAD_STATE)
@@ -231,6 +237,7 @@ class RunLogWriter:
         """One plan per quadrotor sent at time ``t`` (s); none when the planners run elsewhere
         (planner nodes publish their plans themselves)."""
         self._check_open()
+        assert self.quad_names is not None  # set by start(), which _check_open requires
         if not trajectories:
             return
         if len(trajectories) != len(self.quad_names):
@@ -258,6 +265,7 @@ class RunLogWriter:
         """The state a plan was made from, as the planner observed it (the sensors' estimate
         when the backend has sensors; the true state otherwise)."""
         self._check_open()
+        assert self.quad_names is not None  # set by start(), which _check_open requires
         if state.n_uavs != len(self.quad_names):
             raise ValueError(f"observed: expected {len(self.quad_names)} quadrotors, got {state.n_uavs}")
         stamp = ros_time_ns(state.t)
@@ -298,6 +306,7 @@ class RunLogWriter:
         attitudes (n, 4), world velocities (n, 3). Written only when the config given to the
         writer has ``[imu]`` on (the topics are registered at the start)."""
         self._check_open()
+        assert self.quad_names is not None  # set by start(), which _check_open requires
         if not self._onboard:
             return
         n = len(self.quad_names)
@@ -323,6 +332,7 @@ class RunLogWriter:
     def samples(self, samples: WorldSamples, ref_p: np.ndarray, ref_q: np.ndarray) -> None:
         """Samples with the load reference at the same times; flushes every simulated second."""
         self._check_open()
+        assert self.quad_names is not None  # set by start(), which _check_open requires
         k_count = len(samples)
         if k_count == 0:
             return
@@ -390,7 +400,7 @@ class RunLogWriter:
     def __enter__(self) -> RunLogWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         self.close()
         return False
 
@@ -418,6 +428,7 @@ class RunLogWriter:
             raise RuntimeError(f"run log {str(self.path)!r} is {state}")
 
     def _add(self, topic: str, msgtype: str, latching: int | None = None) -> None:
+        assert self._bag is not None  # called by start() once the bag is open
         self._conn[topic] = (
             self._bag.add_connection(
                 topic, msgtype, typestore=self._store, callerid="/cableload", latching=latching
@@ -432,9 +443,11 @@ class RunLogWriter:
 
     def _write(self, topic: str, stamp: int, message) -> None:
         connection, msgtype = self._conn[topic]
+        assert self._bag is not None  # every write follows start() and _check_open
         self._bag.write(connection, stamp, self._store.serialize_ros1(message, msgtype))
 
     def _write_samples(self, samples: WorldSamples, ref_p: list, ref_q: list) -> None:
+        assert self.quad_names is not None  # called by samples() after _check_open
         msg = self._msg
         # Odometry twists are in the child (body) frame: v_body = R^T v_world.
         load_v_body = np.einsum("kji,kj->ki", quat_to_matrix(samples.load_q), samples.load_v).tolist()
@@ -507,13 +520,16 @@ class RunLogWriter:
         from growing by ~100 bytes per message.
         """
         bag = self._bag
+        assert bag is not None and bag.bio is not None  # open: flushed only between start and close
         bag.write_chunk(bag.chunks[-1])
         bag.bio.flush()
         if self.fsync:
             os.fsync(bag.bio.fileno())
         for k in range(self._compacted, len(bag.chunks) - 1):
             chunk = bag.chunks[k]
-            chunk.connections = {conn: range(len(items)) for conn, items in chunk.connections.items()}
+            compacted = {conn: range(len(items)) for conn, items in chunk.connections.items()}
+            # a range in place of the (time, offset) list: close() needs only its length
+            chunk.connections = compacted  # type: ignore[assignment]
         self._compacted = len(bag.chunks) - 1
         self.flushed_time = self._last_t
 
@@ -535,5 +551,9 @@ def _describe_scenario(scenario) -> dict | None:
         "load_p": np.asarray(scenario.load_p, dtype=float).tolist(),
         "load_q": np.asarray(scenario.load_q, dtype=float).tolist(),
         "seed": getattr(scenario, "seed", None),
-        "disturbance": dataclasses.asdict(disturbance) if dataclasses.is_dataclass(disturbance) else None,
+        "disturbance": (
+            dataclasses.asdict(cast("DataclassInstance", disturbance))  # a WrenchDisturbance (an instance)
+            if dataclasses.is_dataclass(disturbance)
+            else None
+        ),
     }
