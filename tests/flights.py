@@ -23,10 +23,11 @@ def fly_formation(config, duration: float, logger=None, trajectory: str = "eight
     )
 
 
-def write_flight_bag(path, topics: bool = True):
+def write_flight_bag(path, topics: bool = True, load: bool = True):
     """A bag as a real flight records it: mocap of the load at 100 Hz and two quadrotors'
     ``agiros_pilot/state`` at 50 Hz with an offset, lz4 chunks, stamped with wall-clock time, no
-    config, reference or tensions. Without ``topics``: only a topic of no interest here."""
+    config, reference or tensions. Without ``topics``: only a topic of no interest here; without
+    ``load``: the quadrotors' states alone."""
     import numpy as np
     from rosbags.rosbag1 import Writer
 
@@ -65,7 +66,7 @@ def write_flight_bag(path, topics: bool = True):
             )
             for i in (1, 2)
         ]
-        for k in range(300):
+        for k in range(300 if load else 0):
             ns = start + k * 10**7
             msg = T["geometry_msgs/msg/PoseStamped"](header(ns), pose([0.5 * k / 100, 0, 1]))
             writer.write(mocap, ns, store.serialize_ros1(msg, "geometry_msgs/msg/PoseStamped"))

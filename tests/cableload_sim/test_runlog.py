@@ -315,6 +315,17 @@ def test_a_flight_bag_without_our_topics(tmp_path):
         np.testing.assert_array_equal(getattr(scanned.samples, field), getattr(run.samples, field))
 
 
+def test_a_flight_bag_that_lost_the_load_is_refused_naming_its_topics(tmp_path):
+    """The quadrotors' states recorded, the load's motion capture not: no sample can say
+    where the load was; the error names the file and the topics expected."""
+    from cableload_sim.errors import FileContentError
+
+    path = tmp_path / "no-load.bag"
+    write_flight_bag(path, load=False)
+    with pytest.raises(FileContentError, match=r"no-load.bag'?: the quadrotors are recorded but not"):
+        read_run(path)
+
+
 def test_writer_guards(tmp_path, paper_config):
     path = tmp_path / "guard.bag"
     path.write_bytes(b"x")

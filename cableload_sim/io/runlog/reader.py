@@ -218,7 +218,9 @@ def read_run(path) -> RunLog:
                 f"{str(path)!r}: the recorded system is unreadable ({type(err).__name__}: {err})"
             ) from None
 
-    samples, ref_p, ref_q, origin = _samples(by_topic, quad_names, relative=info.get("format") != FORMAT)
+    samples, ref_p, ref_q, origin = _samples(
+        by_topic, quad_names, relative=info.get("format") != FORMAT, path=path
+    )
     plans = _plans(by_topic, quad_names, origin)
     return RunLog(
         path,
@@ -425,7 +427,7 @@ def _state_series(entries) -> _Series | None:
     )
 
 
-def _samples(by_topic: dict, quad_names: list[str], relative: bool):
+def _samples(by_topic: dict, quad_names: list[str], relative: bool, path=None):
     load_pose = _pose_series(by_topic.get(LOAD_POSE_TOPIC))
     load_odom = _odometry_series(by_topic.get(LOAD_ODOMETRY_TOPIC))
     reference = _pose_series(by_topic.get(LOAD_REFERENCE_TOPIC))
@@ -463,10 +465,13 @@ def _samples(by_topic: dict, quad_names: list[str], relative: bool):
             t = first.at(times, "t")  # the exact float time the simulator wrote
 
     pose_source = load_pose or load_odom
-    # pose_source is None when the bag has quadrotor states but no load topic; with samples
-    # (k > 0) this is an AttributeError today (a known gap, kept as it is)
-    load_p = pose_source.at(times, "p") if k else np.zeros((0, 3))  # type: ignore[union-attr]
-    load_q = pose_source.attitude_at(times, "q") if k else np.zeros((0, 4))  # type: ignore[union-attr]
+    if pose_source is None and k:
+        raise FileContentError(
+            f"{str(path)!r}: the quadrotors are recorded but not the load; expected its pose "
+            f"({LOAD_POSE_TOPIC}) or odometry ({LOAD_ODOMETRY_TOPIC})"
+        )
+    load_p = pose_source.at(times, "p") if pose_source is not None else np.zeros((0, 3))
+    load_q = pose_source.attitude_at(times, "q") if pose_source is not None else np.zeros((0, 4))
     if load_odom is not None and k:
         load_q_odom = load_odom.attitude_at(times, "q")
         load_v = np.einsum("kij,kj->ki", quat_to_matrix(load_q_odom), load_odom.at(times, "v_body"))
