@@ -82,10 +82,18 @@ RESIDUAL_WEIGHTS = (
 """The weights of ``tracking_residuals``, in the order it takes their square roots."""
 
 
-def residual_weights(params: TeacherParams) -> np.ndarray:
-    """Square roots of the ``RESIDUAL_WEIGHTS`` (the attitude's for half-angle errors)."""
+def cable_scale(params: TeacherParams, n: int) -> float:
+    """What every per-cable weight is multiplied by with ``n`` cables
+    (``TeacherParams.cable_weights_for``)."""
+    return params.cable_weights_for / n if params.cable_weights_for > 0 else 1.0
+
+
+def residual_weights(params: TeacherParams, n: int) -> np.ndarray:
+    """Square roots of the ``RESIDUAL_WEIGHTS`` for ``n`` cables (the attitude's for
+    half-angle errors, the cables' scaled by ``cable_scale``)."""
     w = np.array([getattr(params, name) for name in RESIDUAL_WEIGHTS])
     w[1] *= 4.0  # the quaternion error is half the rotation vector
+    w[4:] *= cable_scale(params, n)
     return np.sqrt(w)
 
 
@@ -205,7 +213,8 @@ def constraint_count(n: int) -> int:
 
 def input_weights(params: TeacherParams, n: int) -> np.ndarray:
     """Diagonal weights of the inputs (d3r, d2t per cable)."""
-    return np.tile([params.weight_cable_jerk] * 3 + [params.weight_tension_accel], n)
+    weights = np.array([params.weight_cable_jerk] * 3 + [params.weight_tension_accel])
+    return np.tile(weights * cable_scale(params, n), n)
 
 
 def input_bounds(params: TeacherParams, n: int) -> np.ndarray:
@@ -347,7 +356,7 @@ class TeacherOCP:
             np.zeros((N + 1, nx)),
             np.zeros((N, nu)),
             np.zeros((N + 1, reference_size(self.n))),
-            residual_weights(self.params),
+            residual_weights(self.params, self.n),
         ]
         self._lin_out = [
             np.zeros((N, nx)),

@@ -47,6 +47,11 @@ class TeacherParams:
     the cable states, which no measurement corrects, from drifting over the horizon."""
     weight_tension_rate: float = 0.01
     """Regularization of each tension rate (s/N^2)."""
+    cable_weights_for: int = 3
+    """The number of cables the per-cable weights (direction, cable rate, tension, tension
+    rate, and the inputs) are set for: with n cables each is scaled by this over n, so that
+    the cables' regularization weighs as much against the load's tracking for any n (0: the
+    weights count per cable, whatever n)."""
     terminal_scale: float = 5.0
     """Terminal node weight over the stage weights (-)."""
     tension_min: float = 0.5
@@ -121,6 +126,7 @@ def _teacher(path: str, table: dict) -> TeacherParams:
     fields["rti_iterations"] = checks.integer(1)
     fields["recovery_iterations"] = checks.integer(0)
     fields["substeps"] = checks.integer(1)
+    fields["cable_weights_for"] = checks.integer(0)
 
     fields["prior"] = checks.choice(TEACHER_PRIORS)
     teacher = checks.build(TeacherParams, path, table, fields)

@@ -343,3 +343,20 @@ def test_quaternion_rotation_helper_matches_rotations_module():
     q = np.array([0.9, 0.1, -0.3, 0.2])
     q /= np.linalg.norm(q)
     np.testing.assert_allclose(np.array(ca.DM(_quat_to_rot(ca.DM(q)))), quat_to_matrix(q), atol=1e-15)
+
+
+@pytest.mark.parametrize("n", [3, 4, 6])
+def test_the_cables_weigh_as_much_against_the_load_for_any_number(n):
+    """``cable_weights_for``: each per-cable weight scaled by 3/n, so the cables' sum of
+    regularization (directions, rates, tensions, inputs) is what three cables have; the load's
+    tracking weights do not change; 0 counts them per cable."""
+    from planners.teacher_ocp import input_weights, residual_weights
+
+    params = TeacherParams()
+    three, many = residual_weights(params, 3) ** 2, residual_weights(params, n) ** 2
+    np.testing.assert_allclose(many[:4], three[:4])
+    np.testing.assert_allclose(n * many[4:], 3 * three[4:])
+    np.testing.assert_allclose(input_weights(params, n).sum(), input_weights(params, 3).sum())
+    per_cable = dataclasses.replace(params, cable_weights_for=0)
+    np.testing.assert_allclose(residual_weights(per_cable, n) ** 2, three)
+    np.testing.assert_allclose(input_weights(per_cable, n)[:4], input_weights(params, 3)[:4])
