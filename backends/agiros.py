@@ -283,7 +283,7 @@ class LinkLatency:
         return max(self.samples) if self.samples else 0.0
 
 
-def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: float):
+def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: float, sends=()):
     """Which pieces ``(sent at, duration, seen short)`` a stock re-timing pilot took, from one
     telemetry message stamped ``now`` (its queue ending at ``queue_end`` when ``queued``): (the
     pieces still to judge, how many it refused). Taken, a piece ends the queue ``duration``
@@ -292,10 +292,13 @@ def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: 
     sends no sooner). Between the moment it surely arrived (``VERDICT_WAIT_S``, or twice the
     longest latency measured, at most half its duration) and the moment it would have ended,
     one message showing the queue reaching that end counts it taken; one showing it short marks
-    it. A marked piece that no message of that span showed taken counts as refused at the first
-    message after it (a piece that arrived later than any before was first seen short, then
-    taken, on a loaded machine). Later messages cannot tell: the next piece taken extends the
-    queue again."""
+    it (a piece that arrived later than any before was first seen short, then taken, on a
+    loaded machine). A marked piece that no message of that span showed taken is judged by the
+    first message after it: while no newer piece can be in the queue (none sent since, in
+    ``sends``, the send times of the recent pieces, or none sent before that message) the
+    queue reaching the piece's end counts it taken (the only message of the span came before it
+    arrived); else it counts as refused, for then the next piece taken may be what extends the
+    queue."""
     keep, refused = [], 0
     for sent_at, duration, short in pieces:
         opens = sent_at + min(max(2.0 * longest_s, VERDICT_WAIT_S), duration / 2.0)
@@ -306,7 +309,10 @@ def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: 
             if not (queued and queue_end >= closes):
                 keep.append((sent_at, duration, True))
         elif short:
-            refused += 1
+            newer = [t for t in sends if t > sent_at + 1e-9]
+            alone = not newer or now < min(newer)
+            if not (alone and queued and queue_end >= closes):
+                refused += 1
     return keep, refused
 
 
@@ -348,6 +354,7 @@ class AgirosClient:
         self._queue = StockQueue(in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s)
         self._last_piece: tuple[float, float] | None = None  # (sent at, duration) awaiting a sample
         self._verdicts: list[tuple[float, float, bool]] = []  # (sent at, duration, seen short)
+        self._sends: collections.deque[float] = collections.deque(maxlen=16)  # when the recent pieces left
         self._newest: tuple[UavTrajectory, float, float] | None = None  # (plan, t_offset, left at)
         self._fresh = False  # whether no piece of the newest plan has been sent yet
         self._timer: threading.Timer | None = None
@@ -406,7 +413,9 @@ class AgirosClient:
 
     def _judge(self, now: float, queued: bool, queue_end: float) -> None:
         """Count the pieces the stock re-timing pilot refused (``judge_pieces``; lock held)."""
-        self._verdicts, refused = judge_pieces(self._verdicts, now, queued, queue_end, self.latency.longest)
+        self._verdicts, refused = judge_pieces(
+            self._verdicts, now, queued, queue_end, self.latency.longest, self._sends
+        )
         if refused:
             self._queue.rejected += refused
             self._queue.end = queue_end  # the pilot's own end: the next piece goes at once
@@ -517,6 +526,7 @@ class AgirosClient:
         self.pub_trajectory.publish(ros1.reference_message(piece, t_offset))
         duration = float(piece.t[-1] - piece.t[0])
         self._last_piece = (now, duration)
+        self._sends.append(now)
         if self.queue == "stock":
             # until the telemetry tells where the pilot's queue ends, take the piece to arrive
             # as late as any has: the next one then never arrives before it has ended
@@ -588,6 +598,7 @@ class AgirosClient:
         with self._lock:
             self._queue.reset()
             self._verdicts = []
+            self._sends.clear()
             self._newest = None
 
     def close(self) -> None:

@@ -354,8 +354,10 @@ def test_a_re_timing_stock_pilots_refusals_are_judged_from_its_telemetry():
     where the piece puts it, counts it taken; one with the queue ending where it did before (or
     empty) marks it, and it counts as refused at the first message after it would have ended,
     unless a message before that showed it taken (it came later than any piece before: on a
-    loaded machine it was counted refused, and the pilot had taken it); a piece never seen
-    short is not counted (the next piece may have extended the queue)."""
+    loaded machine it was counted refused, and the pilot had taken it), or that first message,
+    made before any newer piece was sent, shows the queue reaching its end (the marking message
+    came before it arrived: at the end of an episode there is no newer piece); a piece never
+    seen short is not counted (the next piece may have extended the queue)."""
     from backends.agiros import judge_pieces
 
     piece = [(10.0, 0.1, False)]
@@ -366,7 +368,10 @@ def test_a_re_timing_stock_pilots_refusals_are_judged_from_its_telemetry():
     assert judge_pieces(piece, 10.04, False, 10.04, 0.012) == (marked, 0)  # short: ran dry
     assert judge_pieces(marked, 10.09, True, 10.17, 0.012) == ([], 0)  # arrived late, taken
     assert judge_pieces(marked, 10.1, True, 10.008, 0.012) == ([], 1)  # refused
-    assert judge_pieces(marked, 10.2, True, 10.25, 0.012) == ([], 1)  # never seen taken
+    assert judge_pieces(marked, 10.2, True, 10.25, 0.012, (10.0, 10.1)) == ([], 1)  # never seen taken
+    assert judge_pieces(marked, 10.1, True, 10.111, 0.012, (10.0,)) == ([], 0)  # the last piece: taken
+    assert judge_pieces(marked, 10.1, True, 10.111, 0.012, (10.0, 10.11)) == ([], 0)  # before the next
+    assert judge_pieces(marked, 10.12, True, 10.25, 0.012, (10.0, 10.11)) == ([], 1)  # after it
     assert judge_pieces(piece, 10.2, True, 10.25, 0.012) == ([], 0)  # too late to tell
     # a long latency waits longer, never past half the piece
     assert judge_pieces(piece, 10.04, True, 10.008, 0.03) == (piece, 0)
