@@ -117,6 +117,10 @@ class TrainingConfig:
     node_weight_s: float = 0.0
     """Weigh the horizon's nodes in the loss by ``exp(-t / node_weight_s)`` at their times t
     (0: all alike): the first nodes are what is flown before the next plan."""
+    output_floor_scale: float = 1.0
+    """Factor on the smallest scales of the outputs in the loss (``dagger.OUTPUT_STD_FLOOR``:
+    p 0.05 m, w 0.5 rad/s, v 0.2 m/s, a 1 m/s^2): below 1 the outputs are weighed by how much
+    the labels really vary, down to that fraction of the floors."""
     ema: float = 0.0
     """Decay per optimizer step of an exponential moving average of the weights (0: none).
     With it the average is the round's student: it flies the next round's episodes, is
@@ -248,6 +252,7 @@ def validate(config: TrainConfig, source: str = "train config") -> TrainConfig:
         ("dagger.beta_max", d.beta_max, 0.0 <= d.beta_max <= 1.0, "between 0 and 1"),
         ("dagger.perturb_share", d.perturb_share, 0.0 <= d.perturb_share <= 1.0, "between 0 and 1"),
         ("training.ema", t.ema, 0.0 <= t.ema < 1.0, "in [0, 1) (0: no average)"),
+        ("training.output_floor_scale", t.output_floor_scale, 0.0 < t.output_floor_scale <= 1.0, "in (0, 1]"),
         ("training.node_weight_s", t.node_weight_s, t.node_weight_s >= 0.0, ">= 0 s (0: every node alike)"),
         (
             "dagger.perturb_load_mass",

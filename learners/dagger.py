@@ -413,7 +413,7 @@ def prior_targets(prior: np.ndarray) -> np.ndarray:
     return np.concatenate([prior[..., 0:3], prior[..., 12:15], prior[..., 3:6], prior[..., 6:9]], axis=-1)
 
 
-def data_stats(data: dict, residual: bool = True) -> dict:
+def data_stats(data: dict, residual: bool = True, floor_scale: float = 1.0) -> dict:
     """Normalization statistics of inputs and outputs (numpy), from a dataset; with
     ``residual`` the outputs' are those of the teacher's plans less the prior's."""
 
@@ -430,7 +430,7 @@ def data_stats(data: dict, residual: bool = True) -> dict:
     target = data["target"] - prior_targets(data["prior"]) if residual else data["target"]
     out["out_mean"], out["out_std"] = stats(target, 1e-3)
     # floors: an output that hardly varies (the teacher's zero yaw rate) must not weigh more
-    out["out_std"] = np.maximum(out["out_std"], OUTPUT_STD_FLOOR)
+    out["out_std"] = np.maximum(out["out_std"], floor_scale * OUTPUT_STD_FLOOR)
     return out
 
 
@@ -780,7 +780,8 @@ def train(
             t_collect = time.perf_counter() - t_round
             round_data = store.open_shards(k)
             if k == 0 and not done:
-                net.set_normalization(data_stats(store.read_shards(0), config.network.residual))
+                floor = config.training.output_floor_scale
+                net.set_normalization(data_stats(store.read_shards(0), config.network.residual, floor))
                 average.sync_buffers()
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, k)

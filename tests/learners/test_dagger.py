@@ -409,3 +409,31 @@ def test_node_weights_favour_the_first_nodes_and_average_one():
     weights = node_weights(torch.tensor([0, 5, 20]), 0.3)
     assert torch.isclose(weights.mean(), torch.tensor(1.0))
     assert weights[0] > weights[1] > weights[2] > 0.0
+
+
+def test_the_output_floors_scale_down_to_what_the_labels_vary():
+    """``training.output_floor_scale``: the loss's scale of each output is its labels' spread,
+    no smaller than the floor times the scale; a residual of 6 mm is scaled by the 50 mm floor
+    at 1, by its own spread at 0.1."""
+    from learners.dagger import OUTPUT_STD_FLOOR, data_stats
+
+    rng = np.random.default_rng(3)
+    k = 400
+    target = np.zeros((k, 2, 12), dtype=np.float32)
+    target[..., 0:3] = rng.normal(0.0, 0.006, (k, 2, 3))  # positions, m
+    target[..., 6:9] = rng.normal(0.0, 0.06, (k, 2, 3))  # velocities, m/s
+    data = {
+        "ego": rng.normal(size=(k, 4, 18)),
+        "load": rng.normal(size=(k, 4, 12)),
+        "ref": rng.normal(size=(k, 2, 18)),
+        "prior": np.zeros((k, 2, 15), dtype=np.float32),
+        "target": target,
+    }
+    floored = data_stats(data)["out_std"]
+    np.testing.assert_allclose(floored, OUTPUT_STD_FLOOR)
+    spread = data_stats(data, floor_scale=0.1)["out_std"]
+    np.testing.assert_allclose(spread[0:3], 0.006, rtol=0.1)
+    np.testing.assert_allclose(spread[6:9], 0.06, rtol=0.1)
+    np.testing.assert_allclose(spread[3:6], 0.05)  # no spread: the scaled floor
+    with pytest.raises(ConfigError, match=r"training.output_floor_scale: expected in \(0, 1\], got 0.0"):
+        train_config_from_dict({"training": {"output_floor_scale": 0.0}})
