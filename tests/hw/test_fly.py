@@ -45,6 +45,22 @@ def fly(ros_graph, *args: str, timeout: float = 400.0) -> dict:
     return last_json(done.stdout)
 
 
+def fly_eight_medium(ros_graph, planner: str, *extra: str) -> dict:
+    """The example flight: eight-medium from the ground for 40 s, the scripted operator."""
+    return fly(
+        ros_graph,
+        "--planner",
+        planner,
+        "--trajectory",
+        "eight-medium",
+        "--duration",
+        "40",
+        "--operator",
+        f"script:{FLY}",
+        *extra,
+    )
+
+
 def commands(log: str, command: str) -> dict[str, float]:
     """Quadrotor -> world time (s) of the first ``command`` the world received."""
     out: dict[str, float] = {}
@@ -94,19 +110,7 @@ def embedded_rmse(ros_graph, planner: str) -> float:
 def test_a_flight_from_the_ground_through_the_stock_pilot(ros_graph, tmp_path, planner):
     start_world(ros_graph)
     bag = tmp_path / "flight.bag"
-    result = fly(
-        ros_graph,
-        "--planner",
-        planner,
-        "--trajectory",
-        "eight-medium",
-        "--duration",
-        "40",
-        "--operator",
-        f"script:{FLY}",
-        "--log",
-        str(bag),
-    )
+    result = fly_eight_medium(ros_graph, planner, "--log", str(bag))
     log = world_log(ros_graph)
     assert result["status"] == "completed", (result.get("message"), log[-3000:])
     assert result["plans_rejected"] == 0
@@ -306,18 +310,7 @@ def test_student_nodes_fly_through_the_safety_module(ros_graph, tmp_path):
         120.0,
         "the student nodes",
     )
-    result = fly(
-        ros_graph,
-        "--planner",
-        "student",
-        "--nodes",
-        "--trajectory",
-        "eight-medium",
-        "--duration",
-        "40",
-        "--operator",
-        f"script:{FLY}",
-    )
+    result = fly_eight_medium(ros_graph, "student", "--nodes")
     log = world_log(ros_graph)
     assert result["status"] == "completed", (result.get("message"), log[-3000:])
     assert result["plans_rejected"] == 0 and result["safety_events"] == []
