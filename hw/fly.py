@@ -41,10 +41,10 @@ from hw.operator import Button, InputSource, OperatorEvent
 from hw.safety import Action, SafetyInputs, SafetyModule, decide
 
 POLL_S = 0.002
+"""How often the operator's input is read (s): the dead-man's reaction time."""
 WATCH_S = 0.005
 """How often (s) the station checks the safety module's time rules between decisions (ages of
 states and motion capture, the link, batteries, guards)."""
-"""How often the operator's input is read (s): the dead-man's reaction time."""
 ENABLE_WAIT_S = 5.0
 AIRBORNE_WAIT_S = 15.0
 LANDED_WAIT_S = 20.0
@@ -114,8 +114,8 @@ class Station:
         ends ``safety_stop`` at its next decision)."""
         ages = getattr(self.backend, "safety_inputs", None)
         while ages is not None and not self._stop.wait(WATCH_S):
-            if not self.transporting or self.safety.last_inputs is None:  # before the first decision
-                continue
+            if not self.transporting or self.safety.last_inputs is None or self.safety.stopped:
+                continue  # not flying, no decision made yet, or the module has acted already
             try:
                 inputs = ages()
                 actions = self.safety.watch(self.backend.time, inputs, self.flight.n_uavs)
