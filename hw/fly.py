@@ -45,6 +45,8 @@ POLL_S = 0.002
 WATCH_S = 0.005
 """How often (s) the station checks the safety module's time rules between decisions (ages of
 states and motion capture, the link, batteries, guards)."""
+STATUS_S = 1.0
+"""How often (s) the station prints its status line per quadrotor, from arming to landing."""
 ENABLE_WAIT_S = 5.0
 AIRBORNE_WAIT_S = 15.0
 LANDED_WAIT_S = 20.0
@@ -92,6 +94,7 @@ class Station:
         self._stop = threading.Event()
         self._watch = threading.Thread(target=self._read_input, name="operator", daemon=True)
         self._watchdog = threading.Thread(target=self._watch_time_rules, name="safety", daemon=True)
+        self._status = threading.Thread(target=self._show_status, name="status", daemon=True)
         self.transporting = False
         self._markers = None
 
@@ -100,13 +103,58 @@ class Station:
     def start(self) -> None:
         self._watch.start()
         self._watchdog.start()
+        self._status.start()
 
     def close(self) -> None:
         self._stop.set()
-        for thread in (self._watch, self._watchdog):
+        for thread in (self._watch, self._watchdog, self._status):
             if thread.is_alive():
                 thread.join(timeout=1.0)
         self.source.close()
+
+    def status_lines(self) -> list[str]:
+        """One line per quadrotor: armed, the pilot's state (from its telemetry: ``off``,
+        ``guard``, ``tracking`` while a finite reference is queued, else ``hover``), battery
+        voltage, motion-capture rate, age of the plan it last took, and the safety module's action
+        for it with the rule that fired last."""
+        ages = getattr(self.backend, "safety_inputs", None)
+        plan_age = ages()["plan_age"] if ages is not None else None
+        observer = getattr(self.backend, "observer", None)
+        rates = observer.mocap_rates() if observer is not None else {}
+        latched, events = self.safety.latched, list(self.safety.events)
+        lines = []
+        for i, (quad, client) in enumerate(zip(self.flight.quads, self.backend.clients)):
+            telemetry = client.telemetry
+            armed = telemetry is not None and bool(telemetry.bridge_armed.data)
+            if telemetry is None or not armed:
+                state = "off"
+            elif telemetry.guard_triggered.data:
+                state = "guard"
+            elif telemetry.num_references_in_queue > 0 and 0.0 < telemetry.reference_left_duration < 1e3:
+                state = "tracking"
+            else:
+                state = "hover"
+            volts = f"{telemetry.voltage:.2f} V" if telemetry is not None else "- V"
+            hz = rates.get(quad.body)
+            mocap = f"mocap {hz:.0f} Hz" if hz is not None and np.isfinite(hz) else "mocap -"
+            age = f"plan {plan_age[i]:.2f} s old" if plan_age is not None and self.transporting else "no plan"
+            # a load is carried by all or none: every quadrotor has the team's action
+            safety = f"{latched[i].label} ({events[-1].rule})" if latched and events else "none"
+            armed_text = "armed" if armed else "disarmed"
+            lines.append(f"{quad.name}: {armed_text}, {state}, {volts}, {mocap}, {age}, safety: {safety}")
+        return lines
+
+    def _show_status(self) -> None:
+        """Every ``STATUS_S`` from arming to landing: the status lines."""
+        while not self._stop.wait(STATUS_S):
+            if self.phase in ("idle", "landed"):
+                continue
+            try:
+                lines = self.status_lines()
+            except Exception as err:  # noqa: BLE001 - a status that cannot be read is said, not fatal
+                lines = [f"status unavailable ({type(err).__name__}: {err})"]
+            for line in lines:
+                print(f"cableload fly: status {line}", file=self.out, flush=True)
 
     def _watch_time_rules(self) -> None:
         """During the transport, every ``WATCH_S``: the safety module's time rules on the

@@ -222,3 +222,41 @@ def test_the_gamepad_reads_its_buttons_and_an_unplugged_one_lets_the_deadman_go(
     device.events.append(OSError(19, "No such device"))
     unplugged = source.poll("transport")
     assert [(e.button, e.pressed) for e in unplugged] == [(Button.DEADMAN, False)]
+
+
+def test_the_status_line_of_each_quadrotor_says_what_the_operator_needs():
+    """Armed, the pilot's state, voltage, motion-capture rate, the plan's age and the last
+    safety action, per quadrotor, from the pilots' telemetry and the backend's ages."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from hw.safety import Action
+
+    def telemetry(armed: bool, queued: int, left: float, volts: float):
+        return SimpleNamespace(
+            bridge_armed=SimpleNamespace(data=armed),
+            guard_triggered=SimpleNamespace(data=False),
+            num_references_in_queue=queued,
+            reference_left_duration=left,
+            voltage=volts,
+        )
+
+    flight = read_flight(EXAMPLE)
+    backend = Pilots(flight.n_uavs)
+    backend.clients[0].telemetry = telemetry(True, 2, 0.15, 15.82)
+    backend.clients[1].telemetry = telemetry(True, 0, 0.0, 15.4)
+    rates = {quad.body: 100.0 for quad in flight.quads}
+    rates[flight.quads[2].body] = 61.0
+    backend.observer = SimpleNamespace(mocap_rates=lambda: rates)
+    backend.safety_inputs = lambda: {"plan_age": np.array([0.05, 0.12, 0.7])}
+    station = Station(flight, backend, ScriptedSource([]))
+    station.transporting = True
+    station.safety.trip(3.0, "link_lost", Action.HOVER, "no plan", flight.n_uavs, uav=2)
+    lines = station.status_lines()
+    held = "safety: hover (link_lost)"  # a load is carried by all: every quadrotor hovers
+    assert lines[0] == f"quad1: armed, tracking, 15.82 V, mocap 100 Hz, plan 0.05 s old, {held}"
+    assert lines[1] == f"quad2: armed, hover, 15.40 V, mocap 100 Hz, plan 0.12 s old, {held}"
+    assert lines[2] == f"quad3: disarmed, off, - V, mocap 61 Hz, plan 0.70 s old, {held}"
+    station.safety.reset()
+    assert station.status_lines()[0].endswith("safety: none")
