@@ -231,8 +231,11 @@ class WorldNode:
         self.slice_s = self.steps_per_slice * self.sim.h
         self.mocap_every = round(self.options.state_rate_hz / self.options.mocap_rate_hz)
         # the Agilicious pilot publishes its telemetry at every pipeline run (100 Hz): hardware
-        # mode does too; the Gazebo stand-in keeps a lighter rate
-        telemetry_hz = self.options.state_rate_hz if hardware is not None else TELEMETRY_RATE_HZ
+        # mode does too, and so does a re-timing pilot (its clients judge from the telemetry
+        # whether it took each piece: at 20 Hz one message, made before a late piece was
+        # applied, could be all they saw of it); the Gazebo stand-in keeps a lighter rate
+        full_rate = hardware is not None or self.options.pilot_times == "receipt"
+        telemetry_hz = self.options.state_rate_hz if full_rate else TELEMETRY_RATE_HZ
         self.telemetry_every = max(1, round(self.options.state_rate_hz / telemetry_hz))
         self.spawn = spawn_pose or (np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0, 0.0]))
         takeoff = hardware.takeoff_height_m if hardware is not None else self.options.takeoff_height_m
