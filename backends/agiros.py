@@ -294,11 +294,10 @@ def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: 
     one message showing the queue reaching that end counts it taken; one showing it short marks
     it (a piece that arrived later than any before was first seen short, then taken, on a
     loaded machine). A marked piece that no message of that span showed taken is judged by the
-    first message after it: while no newer piece can be in the queue (none sent since, in
-    ``sends``, the send times of the recent pieces, or none sent before that message) the
-    queue reaching the piece's end counts it taken (the only message of the span came before it
-    arrived); else it counts as refused, for then the next piece taken may be what extends the
-    queue."""
+    first message after it: the queue reaching the piece's end, and ending before any newer
+    piece could end (``sends``: (sent at, duration) of the recent pieces; a newer piece ends no
+    sooner than its duration after it left), counts it taken (the only message of the span
+    came before it arrived); else it counts as refused."""
     keep, refused = [], 0
     for sent_at, duration, short in pieces:
         opens = sent_at + min(max(2.0 * longest_s, VERDICT_WAIT_S), duration / 2.0)
@@ -309,9 +308,11 @@ def judge_pieces(pieces, now: float, queued: bool, queue_end: float, longest_s: 
             if not (queued and queue_end >= closes):
                 keep.append((sent_at, duration, True))
         elif short:
-            newer = [t for t in sends if t > sent_at + 1e-9]
-            alone = not newer or now < min(newer)
-            if not (alone and queued and queue_end >= closes):
+            newer = [(t, d) for t, d in sends if t > sent_at + 1e-9]
+            # the queue's end is this piece's while no newer piece can have reached it, or
+            # while it ends before the next one could (sent, then flown at once)
+            ceiling = min(t + d for t, d in newer) - VERDICT_MARGIN_S if newer else float("inf")
+            if not (queued and closes <= queue_end < ceiling):
                 refused += 1
     return keep, refused
 
@@ -354,7 +355,7 @@ class AgirosClient:
         self._queue = StockQueue(in_flight_s=in_flight_s if in_flight_s is not None else 2.0 * period_s)
         self._last_piece: tuple[float, float] | None = None  # (sent at, duration) awaiting a sample
         self._verdicts: list[tuple[float, float, bool]] = []  # (sent at, duration, seen short)
-        self._sends: collections.deque[float] = collections.deque(maxlen=16)  # when the recent pieces left
+        self._sends: collections.deque[tuple[float, float]] = collections.deque(maxlen=16)  # (left, duration)
         self._newest: tuple[UavTrajectory, float, float] | None = None  # (plan, t_offset, left at)
         self._fresh = False  # whether no piece of the newest plan has been sent yet
         self._timer: threading.Timer | None = None
@@ -526,7 +527,7 @@ class AgirosClient:
         self.pub_trajectory.publish(ros1.reference_message(piece, t_offset))
         duration = float(piece.t[-1] - piece.t[0])
         self._last_piece = (now, duration)
-        self._sends.append(now)
+        self._sends.append((now, duration))
         if self.queue == "stock":
             # until the telemetry tells where the pilot's queue ends, take the piece to arrive
             # as late as any has: the next one then never arrives before it has ended

@@ -368,10 +368,12 @@ def test_a_re_timing_stock_pilots_refusals_are_judged_from_its_telemetry():
     assert judge_pieces(piece, 10.04, False, 10.04, 0.012) == (marked, 0)  # short: ran dry
     assert judge_pieces(marked, 10.09, True, 10.17, 0.012) == ([], 0)  # arrived late, taken
     assert judge_pieces(marked, 10.1, True, 10.008, 0.012) == ([], 1)  # refused
-    assert judge_pieces(marked, 10.2, True, 10.25, 0.012, (10.0, 10.1)) == ([], 1)  # never seen taken
-    assert judge_pieces(marked, 10.1, True, 10.111, 0.012, (10.0,)) == ([], 0)  # the last piece: taken
-    assert judge_pieces(marked, 10.1, True, 10.111, 0.012, (10.0, 10.11)) == ([], 0)  # before the next
-    assert judge_pieces(marked, 10.12, True, 10.25, 0.012, (10.0, 10.11)) == ([], 1)  # after it
+    sends = ((10.0, 0.1), (10.1, 0.1))  # (left, duration): the next piece left at 10.1 s
+    assert judge_pieces(marked, 10.2, True, 10.25, 0.012, sends) == ([], 1)  # the next one's end
+    assert judge_pieces(marked, 10.1, True, 10.111, 0.012, sends[:1]) == ([], 0)  # the last: taken
+    assert judge_pieces(marked, 10.1, True, 10.111, 0.012, sends) == ([], 0)  # before the next ends
+    assert judge_pieces(marked, 10.1, True, 10.008, 0.012, sends) == ([], 1)  # short: refused
+    assert judge_pieces(marked, 10.1, False, 10.1, 0.012, sends[:1]) == ([], 1)  # ran dry: refused
     assert judge_pieces(piece, 10.2, True, 10.25, 0.012) == ([], 0)  # too late to tell
     # a long latency waits longer, never past half the piece
     assert judge_pieces(piece, 10.04, True, 10.008, 0.03) == (piece, 0)
