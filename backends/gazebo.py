@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import json
 import math
 import os
 import socket
@@ -58,6 +59,11 @@ MASTER_CHECK_S = 0.1
 STATE_WAIT_S = 0.02
 """How long (wall s) ``advance`` waits, once the clock has reached the period's end, for the
 states of that instant (published with the clock, they arrive within milliseconds)."""
+LOCKSTEP_STATE_WAIT_S = 1.0
+"""The same wait against a world in lockstep: its clock stands until the plans of that instant
+have come, so waiting costs nothing, and on a loaded machine the states can take longer than
+``STATE_WAIT_S`` to arrive (a plan made from the states of the slice before is a different
+flight)."""
 
 
 def master_uri() -> str:
@@ -88,11 +94,11 @@ def init_node(name: str) -> None:
         rospy.init_node(name, anonymous=True, disable_signals=True)
 
 
-def wait_until_known(latest, ros_time: float) -> None:
-    """Wait (``STATE_WAIT_S`` of wall time at most) until ``latest()``, the newest instant some
+def wait_until_known(latest, ros_time: float, wait_s: float = STATE_WAIT_S) -> None:
+    """Wait (``wait_s`` of wall time at most) until ``latest()``, the newest instant some
     states are known at (None: none yet), reaches ``ros_time``: the states of one instant
     arrive over several connections, a little after the clock that announces it."""
-    deadline = time.monotonic() + STATE_WAIT_S
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         known = latest()
         if known is not None and known >= ros_time - 1e-9:
@@ -477,6 +483,11 @@ class GazeboBackend:
                     )
                 )
         self._clock_sub = rospy.Subscriber("/clock", m.Clock, self._on_clock, queue_size=10)
+        self._received: list[int] | None = None  # ros1.REFERENCES_RECEIVED_TOPIC, from cableload world
+        self._received_at_reset: list[int] | None = None
+        self._subscribers.append(
+            rospy.Subscriber(ros1.REFERENCES_RECEIVED_TOPIC, m.String, self._on_received, queue_size=10)
+        )
         self.pub_horizon = rospy.Publisher(ros1.LOAD_HORIZON_TOPIC, m.Reference, queue_size=2)
         self._failure: str | None = None
         self._failure_status = "backend_failed"
@@ -511,12 +522,41 @@ class GazeboBackend:
                 )
             self._clock_cond.notify_all()
 
+    def _on_received(self, msg) -> None:
+        try:
+            counts = json.loads(msg.data)
+        except ValueError:
+            return
+        if isinstance(counts, list) and len(counts) == len(self.names):
+            with self._clock_cond:
+                self._received = [int(c) for c in counts]
+
+    def _lockstep(self) -> bool:
+        return bool(self.world and self.world.get("lockstep"))
+
+    def _await_first_plans_received(self) -> None:
+        """Against a world in lockstep, before it is unpaused for the episode: wait (at most
+        ``LOCKSTEP_STATE_WAIT_S``) until it has received a reference for every quadrotor. The
+        plans and the unpause travel over different connections; unpaused first, a world in
+        lockstep steps on without waiting for plans it does not know are coming, and the
+        whole flight runs a few slices late (seen on a loaded machine)."""
+        before = self._received_at_reset
+        if before is None:
+            return
+        deadline = time.monotonic() + LOCKSTEP_STATE_WAIT_S
+        while time.monotonic() < deadline:
+            with self._clock_cond:
+                now = self._received
+            if now is not None and all(a > b for a, b in zip(now, before)):
+                return
+            time.sleep(0.0005)
+
     def _fail(self, status: str, message: str) -> None:
         if self._failure is None:
             self._failure, self._failure_status = message, status
 
     def _stall_limit(self, timeout_s: float) -> float:
-        lockstep = bool(self.world and self.world.get("lockstep"))
+        lockstep = self._lockstep()
         return max(timeout_s, LOCKSTEP_STALL_S) if lockstep else timeout_s
 
     def _wait_clock(self, ros_time: float, what: str, timeout_s: float | None = None) -> bool:
@@ -801,6 +841,13 @@ class GazeboBackend:
         pause()
         self._await_still_clock()
         self._unpause = unpause
+        self._received_at_reset = None
+        if self._lockstep():  # the world's count of references received, to wait on in advance()
+            deadline = time.monotonic() + LOCKSTEP_STATE_WAIT_S
+            while self._received is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            with self._clock_cond:
+                self._received_at_reset = None if self._received is None else list(self._received)
         ros1.freeze_heap()  # no full garbage collection stalls the episode mid-flight
         assert self.clock is not None  # _settle waited for the first /clock
         self.t0 = self.clock
@@ -933,6 +980,7 @@ class GazeboBackend:
 
     def advance(self) -> WorldSamples:
         if self._unpause is not None:  # the first plans are out: the world runs again
+            self._await_first_plans_received()
             self._unpause()
             self._unpause = None
             with self._clock_cond:
@@ -949,8 +997,10 @@ class GazeboBackend:
         return samples
 
     def _wait_state(self, ros_time: float) -> None:
-        """Wait (``STATE_WAIT_S`` at most) until the system's state at ``ros_time`` is known."""
-        wait_until_known(self.observer.latest_time, ros_time)
+        """Wait (``STATE_WAIT_S`` at most, ``LOCKSTEP_STATE_WAIT_S`` against a world in
+        lockstep) until the system's state at ``ros_time`` is known."""
+        wait_s = LOCKSTEP_STATE_WAIT_S if self._lockstep() else STATE_WAIT_S
+        wait_until_known(self.observer.latest_time, ros_time, wait_s)
 
     def health(self) -> BackendHealth:
         status, message = self._failure_status, self._failure

@@ -34,7 +34,14 @@ import numpy as np
 from backends import ros1
 from backends.agiros import AgirosClient
 from backends.base import BackendHealth
-from backends.gazebo import WorldObserver, _Stream, init_node, wait_until_known
+from backends.gazebo import (
+    LOCKSTEP_STATE_WAIT_S,
+    STATE_WAIT_S,
+    WorldObserver,
+    _Stream,
+    init_node,
+    wait_until_known,
+)
 from cableload_sim.errors import UsageError
 from cableload_sim.horizon import HORIZON_S
 from cableload_sim.io.runlog import default_quad_names
@@ -247,6 +254,10 @@ class PlannerNode:
         rospy = ros1.rospy()
         m = ros1.messages()
         margin = {} if self.uav is None else {"margin_s": STUDENT_MARGIN_S}
+        world = None if self.relay else ros1.world_info()
+        self._state_wait_s = LOCKSTEP_STATE_WAIT_S if world and world.get("lockstep") else STATE_WAIT_S
+        """How long a plan waits for the states of its decision time (a world in lockstep
+        stands until the plan has come: waiting there costs nothing)."""
         self._subscribers = [
             rospy.Subscriber(ros1.LOAD_HORIZON_TOPIC, m.Reference, self._on_horizon, queue_size=2)
         ]
@@ -444,7 +455,7 @@ class PlannerNode:
             return False
         decided = self._decision_time if self.relay else anchor + self._decision * self.period_s
         assert decided is not None  # _decision_time is set with the anchor, never unset
-        wait_until_known(self._known_until, decided)  # the world's states of that time
+        wait_until_known(self._known_until, decided, self._state_wait_s)  # the world's states then
         if self._fresh:
             self._fresh = False
             self.planner.reset()

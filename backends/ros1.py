@@ -76,6 +76,10 @@ LAND_TOPIC = PILOT_NS + "/land"
 OFF_TOPIC = PILOT_NS + "/off"
 FORCE_HOVER_TOPIC = PILOT_NS + "/force_hover"
 LOAD_HORIZON_TOPIC = "/cableload/load/reference_horizon"
+REFERENCES_RECEIVED_TOPIC = "/cableload/world/references_received"
+"""``cableload world``: how many references each quadrotor's pilot has received so far
+(``std_msgs/String``, a JSON list in the quadrotors' order; latched), published as each comes
+in: an episode against a world in lockstep unpauses it only once its first plans are in."""
 RESET_WORLD = "/gazebo/reset_world"
 PAUSE_PHYSICS = "/gazebo/pause_physics"
 UNPAUSE_PHYSICS = "/gazebo/unpause_physics"

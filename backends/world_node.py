@@ -255,6 +255,10 @@ class WorldNode:
         """References on their way through the links, by arrival in ROS time (s)."""
         self._tolerance_s = ARRIVAL_TOLERANCE_STEPS * self.sim.h
         self._lock = threading.Lock()
+        self._received_lock = threading.Lock()
+        self.references_received = [0] * self.n
+        """References received per quadrotor (``ros1.REFERENCES_RECEIVED_TOPIC``)."""
+        self.pub_received = None  # set by connect
         self._stop = threading.Event()
         self._slices = 0
         self.period_s = 1.0 / config.simulation.planner_rate_hz
@@ -359,6 +363,10 @@ class WorldNode:
             ),
         )
         self.pub_clock = rospy.Publisher("/clock", m.Clock, queue_size=10)
+        self.pub_received = rospy.Publisher(
+            ros1.REFERENCES_RECEIVED_TOPIC, m.String, queue_size=10, latch=True
+        )
+        self.pub_received.publish(m.String(data=json.dumps(self.references_received)))
         self.pub_state, self.pub_odometry, self.pub_telemetry = [], [], []
         self._subscribers = []
         # the states latched: a node that subscribes while the world is paused (for the episode's
@@ -489,6 +497,11 @@ class WorldNode:
         self._inbox.append((i, kind, payload))  # first: lockstep steps on once it is noted
         if kind == "trajectory":
             self.plan_clocks[i] = self.clock
+            with self._received_lock:
+                self.references_received[i] += 1
+                text = json.dumps(self.references_received)
+            if self.pub_received is not None:
+                self.pub_received.publish(ros1.messages().String(data=text))
         elif kind in ("land", "off", "force_hover"):
             self.plan_clocks[i] = None  # no more references are coming for it
 
