@@ -71,7 +71,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -258,7 +258,7 @@ class WorldNode:
         self._received_lock = threading.Lock()
         self.references_received = [0] * self.n
         """References received per quadrotor (``ros1.REFERENCES_RECEIVED_TOPIC``)."""
-        self.pub_received = None  # set by connect
+        self.pub_received: Any = None  # set by connect
         self._stop = threading.Event()
         self._slices = 0
         self.period_s = 1.0 / config.simulation.planner_rate_hz
@@ -363,10 +363,9 @@ class WorldNode:
             ),
         )
         self.pub_clock = rospy.Publisher("/clock", m.Clock, queue_size=10)
-        self.pub_received = rospy.Publisher(
-            ros1.REFERENCES_RECEIVED_TOPIC, m.String, queue_size=10, latch=True
-        )
-        self.pub_received.publish(m.String(data=json.dumps(self.references_received)))
+        received = rospy.Publisher(ros1.REFERENCES_RECEIVED_TOPIC, m.String, queue_size=10, latch=True)
+        received.publish(m.String(data=json.dumps(self.references_received)))
+        self.pub_received = received
         self.pub_state, self.pub_odometry, self.pub_telemetry = [], [], []
         self._subscribers = []
         # the states latched: a node that subscribes while the world is paused (for the episode's
