@@ -24,7 +24,7 @@ import torch
 
 from cableload_sim.cli.main import _train_config_with
 from learners.config import load_train_config
-from learners.dagger import _evaluate, validation_references, validation_score
+from learners.dagger import _evaluate, make_executor, validation_references, validation_score
 from learners.export import load_checkpoint
 from learners.network import StudentNet
 
@@ -63,17 +63,25 @@ def main(argv=None) -> None:
     if args.duration:
         config = dataclasses.replace(config, dagger=dataclasses.replace(config.dagger, eval_s=args.duration))
     references = validation_references(config)
-    for entry in args.entries:
-        row = _evaluate(
-            network_of(entry, config), config, references, hover_calibration=args.hover_calibration
-        )
-        score = validation_score(row)
-        print(
-            f"{entry}: position {row['eval_rmse_position_m']:.4f} m, attitude "
-            f"{row['eval_rmse_orientation_deg']:.2f} deg, {row['eval_status']}, "
-            f"score {score:.2f}",
-            flush=True,
-        )
+    pool = make_executor("local")  # the draws flown on every core
+    try:
+        for entry in args.entries:
+            _score(entry, config, references, args.hover_calibration, pool)
+    finally:
+        pool.close()
+
+
+def _score(entry: str, config, references, hover_calibration: bool, pool) -> None:
+    """Fly ``entry`` on the validation draws and print its figures and score."""
+    row = _evaluate(
+        network_of(entry, config), config, references, hover_calibration=hover_calibration, pool=pool
+    )
+    print(
+        f"{entry}: position {row['eval_rmse_position_m']:.4f} m, attitude "
+        f"{row['eval_rmse_orientation_deg']:.2f} deg, {row['eval_status']}, "
+        f"score {validation_score(row):.2f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -605,42 +605,82 @@ def validation_references(config: TrainConfig) -> list[tuple[ReferenceSpec, int 
     return [(ReferenceSpec(d.trajectories[0], orientation), n) for n in counts]
 
 
+@dataclass(frozen=True)
+class EvaluationTask:
+    """One validation flight of the student alone, for a worker process."""
+
+    system_config: str
+    uavs: int | None
+    overrides: tuple[str, ...]
+    reference: dict  # ReferenceSpec.as_dict()
+    duration_s: float
+    policy: bytes  # checkpoint_bytes of the network
+    hover_calibration: bool
+
+
+def evaluate_episode(task: EvaluationTask) -> tuple[float, float, str]:
+    """Fly one validation reference with the student alone: (position RMSE, orientation
+    RMSE, status)."""
+    from backends import make_backend
+    from backends.runner import run_episode
+    from learners.export import network_from_checkpoint, read_checkpoint
+
+    torch.set_num_threads(1)
+    net = network_from_checkpoint(read_checkpoint(task.policy, "validation policy"), "validation policy")
+    system_config = _system_config(task.system_config, task.uavs, task.overrides)
+    student = StudentPlanner.from_config(
+        system_config,
+        TorchPolicy(net),
+        net.config.history,
+        frame=net.config.frame,
+        prior=net.config.prior,
+        prior_converge_s=net.config.prior_converge_s,
+        hover_calibration=task.hover_calibration,
+    )
+    result = run_episode(
+        make_backend("embedded", system_config),
+        student,
+        ReferenceSpec.from_dict(task.reference).build(),
+        task.duration_s,
+        collision_distance=system_config.simulation.collision_distance_m,
+        divergence_distance=system_config.simulation.divergence_distance_m,
+    )
+    return (
+        float(result.metrics["rmse_position_m"]),
+        float(result.metrics["rmse_orientation_deg"]),
+        result.status.value,
+    )
+
+
 def _evaluate(
     net: StudentNet,
     config: TrainConfig,
     references: list[tuple[ReferenceSpec, int | None]],
     hover_calibration: bool = False,
+    pool=None,
 ) -> dict:
     """The student alone on each validation reference: mean RMSE, worst status. DAgger flies
     the raw network; ``hover_calibration`` subtracts its hover residual as a flown policy of the
-    load-yaw frame may (``StudentPlanner.hover_residual``)."""
-    from backends import make_backend
-    from backends.runner import run_episode
-
+    load-yaw frame may (``StudentPlanner.hover_residual``). The flights run in ``pool``'s
+    workers (an executor), else here, one after the other."""
     d = config.dagger
-    positions, orientations, statuses = [], [], []
-    for spec, n in references:
-        system_config = training_system(config, n)
-        student = StudentPlanner.from_config(
-            system_config,
-            TorchPolicy(net),
-            net.config.history,
-            frame=net.config.frame,
-            prior=net.config.prior,
-            prior_converge_s=net.config.prior_converge_s,
+    policy = checkpoint_bytes(net)
+    tasks = [
+        EvaluationTask(
+            system_config=config.system_config,
+            uavs=n,
+            overrides=d.system_overrides,
+            reference=spec.as_dict(),
+            duration_s=d.eval_s,
+            policy=policy,
             hover_calibration=hover_calibration,
         )
-        result = run_episode(
-            make_backend("embedded", system_config),
-            student,
-            spec.build(),
-            d.eval_s,
-            collision_distance=system_config.simulation.collision_distance_m,
-            divergence_distance=system_config.simulation.divergence_distance_m,
-        )
-        positions.append(result.metrics["rmse_position_m"])
-        orientations.append(result.metrics["rmse_orientation_deg"])
-        statuses.append(result.status.value)
+        for spec, n in references
+    ]
+    flown = pool.map(evaluate_episode, tasks) if pool is not None else [evaluate_episode(t) for t in tasks]
+    positions = [f[0] for f in flown]
+    orientations = [f[1] for f in flown]
+    statuses = [f[2] for f in flown]
     failed = [status for status in statuses if status != "completed"]
     return {
         "eval_rmse_position_m": float(np.mean(positions)),
@@ -837,7 +877,7 @@ def train(
             }
             if d.eval_s > 0:
                 t_eval = time.perf_counter()
-                row.update(_evaluate(average.average, config, validation))
+                row.update(_evaluate(average.average, config, validation, pool=pool))
                 row["eval_wall_s"] = time.perf_counter() - t_eval
             # the summary first: a round counts as done once its checkpoint exists, so a kill
             # between the two redoes the round (its row is dropped on resume), never loses it
@@ -851,33 +891,33 @@ def train(
             if stop_after is not None and completed_now >= stop_after:
                 break
         rounds_bar.close()
+        if store.completed_rounds() and store.completed_rounds()[-1] == d.rounds - 1:
+            chosen = select_round(summary, d.select)
+            net = average.average
+            if chosen != summary[-1]["round"]:
+                net, _ = load_checkpoint(store.checkpoint_path(chosen))
+            check_finite_weights(net)
+            row = next(r for r in summary if r["round"] == chosen)
+            calibration = hover_calibration_choice(net, config, validation, row, pool) if validation else {}
+            export_policy(
+                net,
+                Path(out_dir) / "policy",
+                system=system_config.system,
+                info={
+                    "trained_on": (list(d.trajectories) if config.references is None else "references"),
+                    "orientation": d.orientation,
+                    "rounds": d.rounds,
+                    "epochs": d.epochs,
+                    "selected_round": chosen,
+                    "selection": d.select,
+                    "samples": row["samples"],
+                    **{k: row[k] for k in row if k.startswith("eval_")},
+                    **calibration,
+                },
+            )
+            plot_summary(summary, Path(out_dir) / "training_summary.png", chosen)
     finally:
         pool.close()
-    if store.completed_rounds() and store.completed_rounds()[-1] == d.rounds - 1:
-        chosen = select_round(summary, d.select)
-        net = average.average
-        if chosen != summary[-1]["round"]:
-            net, _ = load_checkpoint(store.checkpoint_path(chosen))
-        check_finite_weights(net)
-        row = next(r for r in summary if r["round"] == chosen)
-        calibration = hover_calibration_choice(net, config, validation, row) if validation else {}
-        export_policy(
-            net,
-            Path(out_dir) / "policy",
-            system=system_config.system,
-            info={
-                "trained_on": (list(d.trajectories) if config.references is None else "references"),
-                "orientation": d.orientation,
-                "rounds": d.rounds,
-                "epochs": d.epochs,
-                "selected_round": chosen,
-                "selection": d.select,
-                "samples": row["samples"],
-                **{k: row[k] for k in row if k.startswith("eval_")},
-                **calibration,
-            },
-        )
-        plot_summary(summary, Path(out_dir) / "training_summary.png", chosen)
     return {"rounds": summary}
 
 
@@ -887,7 +927,9 @@ def validation_score(row: dict) -> float:
     return row["eval_rmse_position_m"] / 0.01 + row["eval_rmse_orientation_deg"] / 1.0
 
 
-def hover_calibration_choice(net: StudentNet, config: TrainConfig, validation: list, row: dict) -> dict:
+def hover_calibration_choice(
+    net: StudentNet, config: TrainConfig, validation: list, row: dict, pool=None
+) -> dict:
     """Whether the policy flies with its hover residual subtracted
     (``StudentPlanner.hover_residual``), chosen on the validation draws like the round: the
     chosen round (``row``, flown raw) flown again calibrated; calibrated only when that scores
@@ -895,7 +937,7 @@ def hover_calibration_choice(net: StudentNet, config: TrainConfig, validation: l
     ``hover_calibration`` in ``policy.json``) are calibrated in the load-yaw frame, as then."""
     if net.config.frame != "load-yaw":
         return {"hover_calibration": False}
-    calibrated = _evaluate(net, config, validation, hover_calibration=True)
+    calibrated = _evaluate(net, config, validation, hover_calibration=True, pool=pool)
     better = calibrated["eval_status"] == "completed" and (
         row["eval_status"] != "completed" or validation_score(calibrated) < validation_score(row)
     )

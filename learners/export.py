@@ -306,17 +306,20 @@ def export_onnx(net: StudentNet, path: Path) -> None:
     atomic_write_bytes(Path(path), buffer.getvalue())
 
 
+ONNX_BATCH_SESSIONS = 4
+"""How many batch sizes an ``OnnxPolicy`` keeps a session made for that size alone."""
+
+
 class OnnxPolicy:
-    """The exported network run by onnxruntime, one thread."""
+    """The exported network run by onnxruntime, one thread. Each batch size it is called with
+    (up to ``ONNX_BATCH_SESSIONS`` of them) gets a session of its own with the batch dimension
+    fixed, which onnxruntime's optimizer then folds through the shape arithmetic (the first
+    call of a size builds it)."""
 
     def __init__(self, path: Path):
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
+        self.path = Path(path)
         try:
-            self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            self.session = self._make_session(None)
         except Exception as err:  # noqa: BLE001 - onnxruntime raises its own, untyped errors
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise CorruptCheckpoint(f"{path}: not a readable ONNX model ({first})") from None
@@ -325,9 +328,30 @@ class OnnxPolicy:
             raise IncompatibleCheckpoint(
                 f"{path}: ONNX model with inputs {names}; this code feeds {list(INPUTS)}"
             )
+        self._dims = {str(node.shape[0]) for node in self.session.get_inputs()}
+        self._by_batch: dict[int, object] = {}
+
+    def _make_session(self, batch: int | None):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        if batch is not None:
+            for name in self._dims:
+                options.add_free_dimension_override_by_name(name, batch)
+        return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+
+    def _session_for(self, batch: int):
+        session = self._by_batch.get(batch)
+        if session is None:
+            if len(self._by_batch) >= ONNX_BATCH_SESSIONS or self._dims != {"batch"}:
+                return self.session
+            session = self._by_batch[batch] = self._make_session(batch)
+        return session
 
     def __call__(self, ego, load, ref, prior) -> dict:
-        out = self.session.run(
+        out = self._session_for(len(ego)).run(
             list(OUTPUTS),
             {name: np.asarray(x, dtype=np.float32) for name, x in zip(INPUTS, (ego, load, ref, prior))},
         )

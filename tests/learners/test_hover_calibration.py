@@ -37,7 +37,7 @@ def test_the_calibration_is_kept_only_where_it_flies_the_validation_draws_better
     net = StudentNet(NetworkConfig(frame="load-yaw", prior="formation-follow"))
     asked = []
 
-    def fake_evaluate(net_, config, references, hover_calibration=False):
+    def fake_evaluate(net_, config, references, hover_calibration=False, pool=None):
         asked.append(hover_calibration)
         return calibrated
 
