@@ -530,6 +530,7 @@ class GazeboBackend:
         if isinstance(counts, list) and len(counts) == len(self.names):
             with self._clock_cond:
                 self._received = [int(c) for c in counts]
+                self._clock_cond.notify_all()
 
     def _lockstep(self) -> bool:
         return bool(self.world and self.world.get("lockstep"))
@@ -543,13 +544,11 @@ class GazeboBackend:
         before = self._received_at_reset
         if before is None:
             return
-        deadline = time.monotonic() + LOCKSTEP_STATE_WAIT_S
-        while time.monotonic() < deadline:
-            with self._clock_cond:
-                now = self._received
-            if now is not None and all(a > b for a, b in zip(now, before)):
-                return
-            time.sleep(0.0005)
+        with self._clock_cond:
+            self._clock_cond.wait_for(
+                lambda: self._received is not None and all(a > b for a, b in zip(self._received, before)),
+                LOCKSTEP_STATE_WAIT_S,
+            )
 
     def _fail(self, status: str, message: str) -> None:
         if self._failure is None:
@@ -843,10 +842,8 @@ class GazeboBackend:
         self._unpause = unpause
         self._received_at_reset = None
         if self._lockstep():  # the world's count of references received, to wait on in advance()
-            deadline = time.monotonic() + LOCKSTEP_STATE_WAIT_S
-            while self._received is None and time.monotonic() < deadline:
-                time.sleep(0.005)
             with self._clock_cond:
+                self._clock_cond.wait_for(lambda: self._received is not None, LOCKSTEP_STATE_WAIT_S)
                 self._received_at_reset = None if self._received is None else list(self._received)
         ros1.freeze_heap()  # no full garbage collection stalls the episode mid-flight
         assert self.clock is not None  # _settle waited for the first /clock
