@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from numba import njit
 
 from cableload_sim.errors import UsageError
 from cableload_sim.horizon import HORIZON_S, node_times
@@ -42,9 +43,43 @@ class Planner(Protocol):
         """Planner-specific figures for the episode so far (solve times, failures, ...)."""
 
 
-def _largest_square(vectors: np.ndarray) -> float:
-    """The largest squared norm of the rows of ``vectors`` (k, 3)."""
-    return float(np.einsum("ij,ij->i", vectors, vectors).max())
+@njit(cache=True)
+def _violation_code(t, p, v, a, j, w, lo, hi, speed_sq, acceleration_sq, rate_sq):  # pragma: no cover
+    """Which of ``PlanBounds.violation``'s checks a plan fails first (0: none; 1: non-finite,
+    2: node times, 3: position, 4: speed, 5: acceleration, 6: body rate), in one pass (numba:
+    every plan of every planner is checked here)."""
+    nodes = t.shape[0]
+    for k in range(nodes):
+        if not np.isfinite(t[k]):
+            return 1
+        for c in range(3):
+            if not (
+                np.isfinite(p[k, c])
+                and np.isfinite(v[k, c])
+                and np.isfinite(a[k, c])
+                and np.isfinite(j[k, c])
+                and np.isfinite(w[k, c])
+            ):
+                return 1
+    for k in range(1, nodes):
+        if t[k] - t[k - 1] <= 0.0:
+            return 2
+    for k in range(nodes):
+        for c in range(3):
+            if p[k, c] < lo[c] or p[k, c] > hi[c]:
+                return 3
+    speed, acceleration, rate = 0.0, 0.0, 0.0
+    for k in range(nodes):
+        speed = max(speed, v[k, 0] ** 2 + v[k, 1] ** 2 + v[k, 2] ** 2)
+        acceleration = max(acceleration, a[k, 0] ** 2 + a[k, 1] ** 2 + a[k, 2] ** 2)
+        rate = max(rate, w[k, 0] ** 2 + w[k, 1] ** 2 + w[k, 2] ** 2)
+    if speed > speed_sq:
+        return 4
+    if acceleration > acceleration_sq:
+        return 5
+    if rate > rate_sq:
+        return 6
+    return 0
 
 
 @dataclass(frozen=True)
@@ -77,20 +112,19 @@ class PlanBounds:
 
     def violation(self, plan: UavTrajectory) -> str | None:
         """Why ``plan`` may not be flown, or None."""
-        if not plan.is_finite():
-            return "non-finite value"
-        if np.any(np.diff(plan.t) <= 0.0):
-            return "node times not increasing"
         lo, hi, speed_sq, acceleration_sq, rate_sq = self.limits
-        if np.any(plan.p < lo) or np.any(plan.p > hi):
-            return f"position outside [{lo.tolist()}, {hi.tolist()}]"
-        if _largest_square(plan.v) > speed_sq:
-            return f"speed above {self.max_speed} m/s"
-        if _largest_square(plan.a) > acceleration_sq:
-            return f"acceleration above {self.max_acceleration} m/s^2"
-        if _largest_square(plan.body_rates) > rate_sq:
-            return f"body rate above {self.max_body_rate} rad/s"
-        return None
+        arrays = (plan.t, plan.p, plan.v, plan.a, plan.j, plan.body_rates)
+        code = _violation_code(*arrays, lo, hi, speed_sq, acceleration_sq, rate_sq)
+        if code == 0:
+            return None
+        return (
+            "non-finite value",
+            "node times not increasing",
+            f"position outside [{lo.tolist()}, {hi.tolist()}]",
+            f"speed above {self.max_speed} m/s",
+            f"acceleration above {self.max_acceleration} m/s^2",
+            f"body rate above {self.max_body_rate} rad/s",
+        )[code - 1]
 
     def check_reference(self, reference, system: SystemParams, duration: float) -> None:
         """Refuse (``UsageError``) a load reference that the quadrotors cannot follow inside

@@ -73,6 +73,21 @@ def csc_t_dense(vals, rows, colptr, X, out):
 
 
 @njit(cache=CACHE)
+def csc_t_dense_lower(vals, rows, colptr, X, out):
+    """The lower triangle (columns 0..c of each row c) of out = M' X, for a product known to
+    be symmetric (``A' P A``): half the work of ``csc_t_dense``."""
+    nc = colptr.size - 1
+    for c in range(nc):
+        for j in range(c + 1):
+            out[c, j] = 0.0
+        for p in range(colptr[c], colptr[c + 1]):
+            v = vals[p]
+            r = rows[p]
+            for j in range(c + 1):
+                out[c, j] += v * X[r, j]
+
+
+@njit(cache=CACHE)
 def csc_t_vec(vals, rows, colptr, x, out):
     """out = M' x."""
     nc = colptr.size - 1
@@ -345,7 +360,7 @@ def newton_step(
         for a in range(nx):
             for b in range(nx):
                 PA[a, b] = AtP[b, a]
-        csc_t_dense(Av[k], A_rows, A_ptr, PA, S)  # A'PA
+        csc_t_dense_lower(Av[k], A_rows, A_ptr, PA, S)  # A'PA, symmetric: its lower triangle
         csc_t_dense(Bv[k], B_rows, B_ptr, PA, Y[:, :nx])  # Hux = B'PA
         forward_substitute(L, Y)  # L^-1 [Hux, hu]
         csc_t_vec(Av[k], A_rows, A_ptr, Pdp, tmp)  # A'(P d + p)
@@ -357,7 +372,7 @@ def newton_step(
             for c in range(nu):
                 p[a] -= Y[c, a] * Y[c, nx]
             for b in range(a + 1):
-                acc = 0.5 * (S[a, b] + S[b, a])
+                acc = S[a, b]
                 for c in range(nu):
                     acc -= Y[c, a] * Y[c, b]
                 P[a, b] += acc

@@ -27,9 +27,11 @@ and the report counts every case.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
+from numba import njit
 
 from cableload_sim.horizon import node_offsets
 from cableload_sim.params import AeroParams, Config, SystemParams, TeacherParams
@@ -463,16 +465,9 @@ class TeacherPlanner:
             return None
         p = np.stack([plan.p for plan in plans], axis=1)  # (nodes, n, 3)
         v = np.stack([plan.v for plan in plans], axis=1)
-        dt = np.diff(plans[0].t)[:, None, None, None]
-        s = (np.arange(CHECK_SAMPLES) / CHECK_SAMPLES)[None, :, None, None]
-        h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
-        h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
-        inner = h00 * p[:-1, None] + h10 * dt * v[:-1, None] + h01 * p[1:, None] + h11 * dt * v[1:, None]
-        samples = np.concatenate([inner.reshape(-1, *p.shape[1:]), p[-1:]], axis=0)
-        i, j = self._pairs[:, 0], self._pairs[:, 1]
-        distance = np.linalg.norm(samples[:, i] - samples[:, j], axis=2)  # (samples, pairs)
-        required = np.minimum(self.params.min_distance, distance[0]) - DISTANCE_TOLERANCE
-        shortfall = (required - distance).max()
+        shortfall = _separation_shortfall(
+            plans[0].t, p, v, self._pairs, CHECK_SAMPLES, self.params.min_distance, DISTANCE_TOLERANCE
+        )
         return float(shortfall) if shortfall > 0.0 else None
 
     def _fallback(self, state: WorldState, why: str) -> list[UavTrajectory]:
@@ -510,6 +505,41 @@ class TeacherPlanner:
             self.longest_fallback_s = max(self.longest_fallback_s, t - self._run_start)
         self._run_start = None
         self._run_plans = 0
+
+
+@njit(cache=True)
+def _separation_shortfall(t, p, v, pairs, samples, min_distance, tolerance):  # pragma: no cover
+    """``TeacherPlanner.separation_violation``'s largest shortfall (m; not positive: none):
+    positions ``p`` and velocities ``v`` (nodes, n, 3) at times ``t`` sampled ``samples``
+    times per interval by cubic Hermite, and at the last node, each pair's distance compared
+    with ``min_distance`` or, for a pair that starts closer, with its distance at the start."""
+    nodes = t.shape[0]
+    worst = -np.inf
+    for q in range(pairs.shape[0]):
+        i, j = pairs[q, 0], pairs[q, 1]
+        start = math.sqrt(
+            (p[0, i, 0] - p[0, j, 0]) ** 2 + (p[0, i, 1] - p[0, j, 1]) ** 2 + (p[0, i, 2] - p[0, j, 2]) ** 2
+        )
+        required = min(min_distance, start) - tolerance
+        for k in range(nodes - 1):
+            dt = t[k + 1] - t[k]
+            for m in range(samples):
+                s = m / samples
+                h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
+                h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
+                d2 = 0.0
+                for c in range(3):
+                    xi = h00 * p[k, i, c] + h10 * dt * v[k, i, c]
+                    xi += h01 * p[k + 1, i, c] + h11 * dt * v[k + 1, i, c]
+                    xj = h00 * p[k, j, c] + h10 * dt * v[k, j, c]
+                    xj += h01 * p[k + 1, j, c] + h11 * dt * v[k + 1, j, c]
+                    d2 += (xi - xj) ** 2
+                worst = max(worst, required - math.sqrt(d2))
+        d2 = 0.0
+        for c in range(3):
+            d2 += (p[nodes - 1, i, c] - p[nodes - 1, j, c]) ** 2
+        worst = max(worst, required - math.sqrt(d2))
+    return worst
 
 
 def _interp_rows(t, times: np.ndarray, values: np.ndarray) -> np.ndarray:
