@@ -120,19 +120,19 @@ def compose(outer: Jet, inner: Jet) -> Jet:
     Faa di Bruno up to third order: f' g', f'' g'^2 + f' g'', f''' g'^3 + 3 f'' g' g'' + f' g'''.
     """
     third = outer.d3 is not None and inner.d3 is not None
+    o3 = outer.d2 if outer.d3 is None else outer.d3
+    i3 = inner.d2 if inner.d3 is None else inner.d3
     if np.iscomplexobj(outer.d1):  # a Fourier series' jet (x + i y)
         g1, g2 = _along_samples(inner.d1, outer.d1), _along_samples(inner.d2, outer.d1)
         c3 = None
         if third:
-            g3 = _along_samples(inner.d3, outer.d1)
-            c3 = outer.d3 * g1**3 + 3.0 * outer.d2 * g1 * g2 + outer.d1 * g3
+            c3 = o3 * g1**3 + 3.0 * outer.d2 * g1 * g2 + outer.d1 * _along_samples(i3, outer.d1)
         return Jet(outer.value, outer.d1 * g1, outer.d2 * g1**2 + outer.d1 * g2, c3)
     shape = outer.d1.shape
     k = shape[0]
     d1, d2 = np.empty(shape), np.empty(shape)
     d3 = np.empty(shape) if third else d2
-    o3 = outer.d3 if third else outer.d2
-    g3 = inner.d3 if third else inner.d2
+    g3 = i3
     _compose_orders(
         np.ascontiguousarray(outer.d1, dtype=float).reshape(k, -1),
         np.ascontiguousarray(outer.d2, dtype=float).reshape(k, -1),
