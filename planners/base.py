@@ -44,7 +44,7 @@ class Planner(Protocol):
 
 
 @njit(cache=True)
-def _violation_code(t, p, v, a, j, w, lo, hi, speed_sq, acceleration_sq, rate_sq):  # pragma: no cover
+def violation_code(t, p, v, a, j, w, lo, hi, speed_sq, acceleration_sq, rate_sq):  # pragma: no cover
     """Which of ``PlanBounds.violation``'s checks a plan fails first (0: none; 1: non-finite,
     2: node times, 3: position, 4: speed, 5: acceleration, 6: body rate), in one pass (numba:
     every plan of every planner is checked here)."""
@@ -114,7 +114,7 @@ class PlanBounds:
         """Why ``plan`` may not be flown, or None."""
         lo, hi, speed_sq, acceleration_sq, rate_sq = self.limits
         arrays = (plan.t, plan.p, plan.v, plan.a, plan.j, plan.body_rates)
-        code = _violation_code(*arrays, lo, hi, speed_sq, acceleration_sq, rate_sq)
+        code = violation_code(*arrays, lo, hi, speed_sq, acceleration_sq, rate_sq)
         if code == 0:
             return None
         return (

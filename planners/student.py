@@ -47,7 +47,7 @@ from cableload_sim.horizon import N_NODES, node_times
 from cableload_sim.params import AeroParams, Config, SystemParams
 from cableload_sim.physics.world import LocalObservation, UavTrajectory, WorldState
 from cableload_sim.rotations import quat_to_6d
-from planners.base import PlanBounds, hover_plan
+from planners.base import PlanBounds, hover_plan, violation_code
 from planners.formation import FormationPlanner, LoadFollower, SlotArrays, slot_of
 
 EGO_FEATURES = 18  # p (3), v (3), attitude 6D (6), body rates (3), cable end on the quadrotor (3)
@@ -302,32 +302,8 @@ def _output(x, residual, axes, turn, origin, t, lo, hi, speed_sq, acceleration_s
             if m == 0:
                 b0, b1, b2 = b0 + origin[0], b1 + origin[1], b2 + origin[2]
             out[m, k, 0], out[m, k, 1], out[m, k, 2] = b0, b1, b2
-    for k in range(nodes):
-        if not math.isfinite(t[k]):
-            return 1
-        for m in range(5):
-            for c in range(3):
-                if not math.isfinite(out[m, k, c]):
-                    return 1
-    for k in range(1, nodes):
-        if t[k] - t[k - 1] <= 0.0:
-            return 2
-    for k in range(nodes):
-        for c in range(3):
-            if out[0, k, c] < lo[c] or out[0, k, c] > hi[c]:
-                return 3
-    speed, acceleration, rate = 0.0, 0.0, 0.0
-    for k in range(nodes):
-        speed = max(speed, out[1, k, 0] ** 2 + out[1, k, 1] ** 2 + out[1, k, 2] ** 2)
-        acceleration = max(acceleration, out[2, k, 0] ** 2 + out[2, k, 1] ** 2 + out[2, k, 2] ** 2)
-        rate = max(rate, out[4, k, 0] ** 2 + out[4, k, 1] ** 2 + out[4, k, 2] ** 2)
-    if speed > speed_sq:
-        return 4
-    if acceleration > acceleration_sq:
-        return 5
-    if rate > rate_sq:
-        return 6
-    return 0
+    limits = (lo, hi, speed_sq, acceleration_sq, rate_sq)
+    return violation_code(t, out[0], out[1], out[2], out[3], out[4], *limits)
 
 
 _KERNELS_READY = False
