@@ -19,10 +19,12 @@ frame. Attitude noise and bias are small rotations about the body axes:
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from cableload_sim.params import SensingParams, SystemParams
 from cableload_sim.physics.statics import hover_geometry
@@ -111,23 +113,24 @@ class PoseFilter:
         self.P_rot = np.tile(np.diag([self.attitude_var] * 3 + [speed_var] * 3), (b, 1, 1))
 
     def update(self, t: float, p: np.ndarray, q: np.ndarray) -> None:
-        """Predict to ``t`` (s), not before the last update, then correct with the poses."""
-        self._predict(max(float(t), self.t))
-        # translation: H = [1, 0, 0] on each axis
-        P = self.P_trans
-        gain = P[:, :, 0] / (P[:, 0, 0] + self.position_var)[:, None]  # (B, 3)
-        self.x += gain[:, :, None] * (p - self.x[:, 0, :])[:, None, :]
-        self.P_trans = P - gain[:, :, None] * P[:, None, 0, :]
-        # rotation: the measured attitude seen from the predicted one, a small body rotation
-        P = self.P_rot
-        S = P[:, :3, :3] + self.attitude_var * np.eye(3)
-        gain = np.linalg.solve(S, P[:, :3, :]).transpose(0, 2, 1)  # (B, 6, 3) = P H^T S^-1
-        residual = _small_rotation(_product(_conjugate(self.q), q))
-        correction = np.einsum("bij,bj->bi", gain, residual)
-        self.q = _normalized(_product(self.q, _rotation_quat(correction[:, :3])))
-        self.omega += correction[:, 3:]
-        self.P_rot = P - np.einsum("bij,bjk->bik", gain, P[:, :3, :])
-        self.P_rot = 0.5 * (self.P_rot + self.P_rot.transpose(0, 2, 1))
+        """Predict to ``t`` (s), not before the last update, then correct with the poses (one
+        numba pass over the bodies: the filters run a few hundred times per simulated second)."""
+        t = max(float(t), self.t)
+        _filter_step(
+            t - self.t,
+            self.x,
+            self.P_trans,
+            self.q,
+            self.omega,
+            self.P_rot,
+            self.jerk_psd,
+            self.angular_accel_psd,
+            self.position_var,
+            self.attitude_var,
+            np.ascontiguousarray(p, dtype=float),
+            np.ascontiguousarray(q, dtype=float),
+        )
+        self.t = t
 
     def predicted(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Position, world velocity, attitude and body rates predicted to ``t`` (s), the filter
@@ -136,30 +139,6 @@ class PoseFilter:
         p, v, a = self.x[:, 0], self.x[:, 1], self.x[:, 2]
         q = _normalized(_product(self.q, _rotation_quat(self.omega * dt)))
         return p + v * dt + 0.5 * a * dt**2, v + a * dt, q, self.omega.copy()
-
-    def _predict(self, t: float) -> None:
-        dt = t - self.t
-        if dt <= 0.0:
-            return
-        F = np.array([[1.0, dt, 0.5 * dt**2], [0.0, 1.0, dt], [0.0, 0.0, 1.0]])
-        Q = np.array(
-            [
-                [dt**5 / 20.0, dt**4 / 8.0, dt**3 / 6.0],
-                [dt**4 / 8.0, dt**3 / 3.0, dt**2 / 2.0],
-                [dt**3 / 6.0, dt**2 / 2.0, dt],
-            ]
-        )
-        self.x = F @ self.x
-        self.P_trans = F @ self.P_trans @ F.T + self.jerk_psd[:, None, None] * Q
-        # rotation: dtheta' = Exp(-omega dt) dtheta + dt domega
-        turn = _rotation_quat(self.omega * dt)
-        F = np.tile(np.eye(6), (self.n_bodies, 1, 1))
-        F[:, :3, :3] = quat_to_matrix(turn).transpose(0, 2, 1)
-        F[:, :3, 3:] = dt * np.eye(3)
-        Q = np.kron(Q[1:, 1:], np.eye(3))  # white angular acceleration on (theta, omega)
-        self.P_rot = F @ self.P_rot @ F.transpose(0, 2, 1) + self.angular_accel_psd[:, None, None] * Q
-        self.q = _normalized(_product(self.q, turn))
-        self.t = t
 
 
 # Small-batch quaternion helpers: the filters run a few hundred times per simulated second on
@@ -203,6 +182,129 @@ def _small_rotation(q: np.ndarray) -> np.ndarray:
 
 def _normalized(q: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+@njit(cache=True)
+def _quat_mul(a, b, out):  # pragma: no cover - compiled
+    aw, ax, ay, az = a[0], a[1], a[2], a[3]
+    bw, bx, by, bz = b[0], b[1], b[2], b[3]
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+
+
+@njit(cache=True)
+def _rotvec_quat(v0, v1, v2, out):  # pragma: no cover - compiled
+    angle = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+    scale = 0.5 - angle**2 / 48.0 if angle < 1e-8 else math.sin(0.5 * angle) / angle
+    out[0] = math.cos(0.5 * angle)
+    out[1] = scale * v0
+    out[2] = scale * v1
+    out[3] = scale * v2
+
+
+@njit(cache=True)
+def _normalize(q):  # pragma: no cover - compiled
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    for i in range(4):
+        q[i] /= norm
+
+
+@njit(cache=True)
+def _filter_step(
+    dt, x, P_trans, q, omega, P_rot, jerk_psd, angular_psd, position_var, attitude_var, p_meas, q_meas
+):  # pragma: no cover - compiled
+    """``PoseFilter.update`` for every body: predict by ``dt`` (s; none when not positive),
+    then correct with the measured positions ``p_meas`` (B, 3) and attitudes ``q_meas`` (B, 4);
+    the state arrays are changed in place."""
+    B = x.shape[0]
+    F = np.zeros((3, 3))
+    Q = np.zeros((3, 3))
+    F6 = np.zeros((6, 6))
+    Q6 = np.zeros((6, 6))
+    T = np.zeros((6, 6))
+    turn = np.empty(4)
+    tmp = np.empty(4)
+    conj = np.empty(4)
+    gain = np.empty((6, 3))
+    for b in range(B):
+        if dt > 0.0:
+            F[0, 0], F[0, 1], F[0, 2] = 1.0, dt, 0.5 * dt**2
+            F[1, 0], F[1, 1], F[1, 2] = 0.0, 1.0, dt
+            F[2, 0], F[2, 1], F[2, 2] = 0.0, 0.0, 1.0
+            Q[0, 0], Q[0, 1], Q[0, 2] = dt**5 / 20.0, dt**4 / 8.0, dt**3 / 6.0
+            Q[1, 0], Q[1, 1], Q[1, 2] = dt**4 / 8.0, dt**3 / 3.0, dt**2 / 2.0
+            Q[2, 0], Q[2, 1], Q[2, 2] = dt**3 / 6.0, dt**2 / 2.0, dt
+            x[b] = F @ x[b]
+            P_trans[b] = F @ P_trans[b] @ F.T + jerk_psd[b] * Q
+            # rotation: dtheta' = Exp(-omega dt) dtheta + dt domega
+            _rotvec_quat(omega[b, 0] * dt, omega[b, 1] * dt, omega[b, 2] * dt, turn)
+            w, i, j, k = turn[0], turn[1], turn[2], turn[3]
+            F6[:, :] = 0.0
+            for r in range(6):
+                F6[r, r] = 1.0
+            # the rotation's transpose (world to body of the turn)
+            F6[0, 0], F6[1, 0], F6[2, 0] = 1 - 2 * (j * j + k * k), 2 * (i * j - k * w), 2 * (i * k + j * w)
+            F6[0, 1], F6[1, 1], F6[2, 1] = 2 * (i * j + k * w), 1 - 2 * (i * i + k * k), 2 * (j * k - i * w)
+            F6[0, 2], F6[1, 2], F6[2, 2] = 2 * (i * k - j * w), 2 * (j * k + i * w), 1 - 2 * (i * i + j * j)
+            for r in range(3):
+                F6[r, 3 + r] = dt
+            Q6[:, :] = 0.0
+            for r in range(3):
+                Q6[r, r] = Q[1, 1]
+                Q6[r, 3 + r] = Q[1, 2]
+                Q6[3 + r, r] = Q[2, 1]
+                Q6[3 + r, 3 + r] = Q[2, 2]
+            T[:, :] = F6 @ P_rot[b]
+            P_rot[b] = T @ F6.T + angular_psd[b] * Q6
+            _quat_mul(q[b], turn, tmp)
+            _normalize(tmp)
+            q[b] = tmp
+        # translation: H = [1, 0, 0] on each axis
+        P = P_trans[b]
+        denominator = P[0, 0] + position_var
+        g0, g1, g2 = P[0, 0] / denominator, P[1, 0] / denominator, P[2, 0] / denominator
+        for c in range(3):
+            innovation = p_meas[b, c] - x[b, 0, c]
+            x[b, 0, c] += g0 * innovation
+            x[b, 1, c] += g1 * innovation
+            x[b, 2, c] += g2 * innovation
+        row0 = P[0].copy()
+        for c in range(3):
+            P[0, c] -= g0 * row0[c]
+            P[1, c] -= g1 * row0[c]
+            P[2, c] -= g2 * row0[c]
+        # rotation: the measured attitude seen from the predicted one, a small body rotation
+        R6 = P_rot[b]
+        S = R6[:3, :3].copy()
+        for r in range(3):
+            S[r, r] += attitude_var
+        gain[:, :] = np.linalg.solve(S, R6[:3, :]).T  # P H^T S^-1
+        conj[0], conj[1], conj[2], conj[3] = q[b, 0], -q[b, 1], -q[b, 2], -q[b, 3]
+        _quat_mul(conj, q_meas[b], tmp)
+        if tmp[0] < 0.0:
+            for r in range(4):
+                tmp[r] = -tmp[r]
+        sin_half = math.sqrt(tmp[1] * tmp[1] + tmp[2] * tmp[2] + tmp[3] * tmp[3])
+        scale = 2.0 if sin_half < 1e-12 else 2.0 * math.atan2(sin_half, tmp[0]) / sin_half
+        r0, r1, r2 = scale * tmp[1], scale * tmp[2], scale * tmp[3]
+        correction = np.empty(6)
+        for r in range(6):
+            correction[r] = gain[r, 0] * r0 + gain[r, 1] * r1 + gain[r, 2] * r2
+        _rotvec_quat(correction[0], correction[1], correction[2], turn)
+        _quat_mul(q[b], turn, tmp)
+        _normalize(tmp)
+        q[b] = tmp
+        for r in range(3):
+            omega[b, r] += correction[3 + r]
+        top = R6[:3, :].copy()
+        R6 -= gain @ top
+        for r in range(6):
+            for c in range(r):
+                mean = 0.5 * (R6[r, c] + R6[c, r])
+                R6[r, c] = mean
+                R6[c, r] = mean
 
 
 class Sensors:
