@@ -12,8 +12,12 @@ May import: ``cableload_sim``, ``planners``. Imported by: ``learners``, ``hw``,
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from cableload_sim.errors import UsageError
+
+if TYPE_CHECKING:
+    from backends.base import Backend
 
 _REGISTRY = {
     "embedded": "backends.embedded:EmbeddedBackend",
@@ -25,7 +29,7 @@ def backend_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make_backend(name: str, *args, **kwargs):
+def make_backend(name: str, *args: Any, **kwargs: Any) -> Backend:
     """Instantiate the backend registered as ``name``."""
     if name not in _REGISTRY:
         raise UsageError(f"unknown backend {name!r}; expected one of {backend_names()}")

@@ -34,7 +34,7 @@ class Scenario:
     ``load_q``), each quadrotor idling on the ground below its hover slot, cables slack (needs
     ``[ground] enabled``; the embedded backend)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         p = np.asarray(self.load_p, dtype=float)
         q = np.asarray(self.load_q, dtype=float)
         if p.shape != (3,) or not np.isfinite(p).all():

@@ -15,28 +15,29 @@ All functions accept a single rotation or a batch along the leading axes.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 _EPS = 1e-12
 
 
-def _as_quat(q) -> np.ndarray:
+def _as_quat(q: ArrayLike) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     if q.shape[-1] != 4:
         raise ValueError(f"quaternion must have 4 components (w, x, y, z), got shape {q.shape}")
     return q
 
 
-def quat_normalize(q) -> np.ndarray:
+def quat_normalize(q: ArrayLike) -> np.ndarray:
     """Unit quaternion with non-negative w (one of the two equivalent signs)."""
-    q = _as_quat(q)
-    norm = np.linalg.norm(q, axis=-1, keepdims=True)
+    u = _as_quat(q)
+    norm = np.linalg.norm(u, axis=-1, keepdims=True)
     if np.any(norm < _EPS):
         raise ValueError("cannot normalize a zero quaternion")
-    q = q / norm
-    return np.where(q[..., :1] < 0.0, -q, q)
+    u = u / norm
+    return np.where(u[..., :1] < 0.0, -u, u)
 
 
-def quat_multiply(a, b) -> np.ndarray:
+def quat_multiply(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Hamilton product ``a (x) b``."""
     a = _as_quat(a)
     b = _as_quat(b)
@@ -53,17 +54,17 @@ def quat_multiply(a, b) -> np.ndarray:
     )
 
 
-def quat_conjugate(q) -> np.ndarray:
+def quat_conjugate(q: ArrayLike) -> np.ndarray:
     q = _as_quat(q)
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
-def quat_to_matrix(q) -> np.ndarray:
+def quat_to_matrix(q: ArrayLike) -> np.ndarray:
     """Rotation matrix ``R`` (body to world) of a quaternion; the quaternion is normalized."""
-    q = _as_quat(q)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    R = np.empty(q.shape[:-1] + (3, 3))  # filled entry by entry: stacking costs more, small
+    u = _as_quat(q)
+    u = u / np.linalg.norm(u, axis=-1, keepdims=True)
+    w, x, y, z = u[..., 0], u[..., 1], u[..., 2], u[..., 3]
+    R = np.empty(u.shape[:-1] + (3, 3))  # filled entry by entry: stacking costs more, small
     R[..., 0, 0] = 1 - 2 * (y * y + z * z)
     R[..., 0, 1] = 2 * (x * y - w * z)
     R[..., 0, 2] = 2 * (x * z + w * y)
@@ -76,7 +77,7 @@ def quat_to_matrix(q) -> np.ndarray:
     return R
 
 
-def matrix_to_quat(R) -> np.ndarray:
+def matrix_to_quat(R: ArrayLike) -> np.ndarray:
     """Quaternion (w >= 0) of a rotation matrix, numerically robust (Shepperd's method)."""
     R = np.asarray(R, dtype=float)
     if R.shape[-2:] != (3, 3):
@@ -102,7 +103,7 @@ def matrix_to_quat(R) -> np.ndarray:
     return quat_normalize(out).reshape(R.shape[:-2] + (4,))
 
 
-def quat_from_axis_angle(axis, angle) -> np.ndarray:
+def quat_from_axis_angle(axis: ArrayLike, angle: ArrayLike) -> np.ndarray:
     axis = np.asarray(axis, dtype=float)
     angle = np.asarray(angle, dtype=float)
     norm = np.linalg.norm(axis, axis=-1, keepdims=True)
@@ -112,7 +113,7 @@ def quat_from_axis_angle(axis, angle) -> np.ndarray:
     return np.concatenate([np.cos(half), np.sin(half) * axis / norm], axis=-1)
 
 
-def quat_exp(rotvec) -> np.ndarray:
+def quat_exp(rotvec: ArrayLike) -> np.ndarray:
     """Quaternion of a rotation vector (axis times angle, rad)."""
     rotvec = np.asarray(rotvec, dtype=float)
     angle = np.linalg.norm(rotvec, axis=-1, keepdims=True)
@@ -124,7 +125,7 @@ def quat_exp(rotvec) -> np.ndarray:
     return np.concatenate([np.cos(half), sinc * rotvec], axis=-1)
 
 
-def quat_log(q) -> np.ndarray:
+def quat_log(q: ArrayLike) -> np.ndarray:
     """Rotation vector (axis times angle in [0, pi], rad) of a quaternion."""
     q = quat_normalize(q)
     vec = q[..., 1:]
@@ -135,7 +136,7 @@ def quat_log(q) -> np.ndarray:
     return scale * vec
 
 
-def quat_from_yaw(yaw) -> np.ndarray:
+def quat_from_yaw(yaw: ArrayLike) -> np.ndarray:
     yaw = np.asarray(yaw, dtype=float)
     out = np.zeros(yaw.shape + (4,))
     out[..., 0] = np.cos(0.5 * yaw)
@@ -143,7 +144,7 @@ def quat_from_yaw(yaw) -> np.ndarray:
     return out
 
 
-def quat_from_euler(roll, pitch, yaw) -> np.ndarray:
+def quat_from_euler(roll: ArrayLike, pitch: ArrayLike, yaw: ArrayLike) -> np.ndarray:
     """Quaternion of intrinsic z-y'-x'' (yaw, pitch, roll) Euler angles in rad."""
     qx = quat_from_axis_angle([1.0, 0.0, 0.0], np.asarray(roll, dtype=float))
     qy = quat_from_axis_angle([0.0, 1.0, 0.0], np.asarray(pitch, dtype=float))
@@ -151,7 +152,7 @@ def quat_from_euler(roll, pitch, yaw) -> np.ndarray:
     return quat_multiply(quat_multiply(qz, qy), qx)
 
 
-def quat_to_euler(q) -> np.ndarray:
+def quat_to_euler(q: ArrayLike) -> np.ndarray:
     """(roll, pitch, yaw) in rad, intrinsic z-y'-x''; inverse of ``quat_from_euler``."""
     R = quat_to_matrix(q)
     roll = np.arctan2(R[..., 2, 1], R[..., 2, 2])
@@ -160,7 +161,7 @@ def quat_to_euler(q) -> np.ndarray:
     return np.stack([roll, pitch, yaw], axis=-1)
 
 
-def quat_angle_between(a, b) -> np.ndarray:
+def quat_angle_between(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Geodesic angle (rad, in [0, pi]) between two attitudes."""
     a = quat_normalize(a)
     b = quat_normalize(b)
@@ -168,13 +169,13 @@ def quat_angle_between(a, b) -> np.ndarray:
     return 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
 
 
-def matrix_to_6d(R) -> np.ndarray:
+def matrix_to_6d(R: ArrayLike) -> np.ndarray:
     """6D continuous representation: first two columns of ``R``, column-major (6,)."""
     R = np.asarray(R, dtype=float)
     return np.concatenate([R[..., :, 0], R[..., :, 1]], axis=-1)
 
 
-def sixd_to_matrix(d6) -> np.ndarray:
+def sixd_to_matrix(d6: ArrayLike) -> np.ndarray:
     """Rotation matrix from a 6D vector by Gram-Schmidt (Zhou et al.)."""
     d6 = np.asarray(d6, dtype=float)
     if d6.shape[-1] != 6:
@@ -193,12 +194,12 @@ def sixd_to_matrix(d6) -> np.ndarray:
     return np.stack([b1, b2, b3], axis=-1)
 
 
-def quat_to_6d(q) -> np.ndarray:
+def quat_to_6d(q: ArrayLike) -> np.ndarray:
     """``matrix_to_6d(quat_to_matrix(q))``, the two columns computed alone."""
-    q = _as_quat(q)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    out = np.empty(q.shape[:-1] + (6,))
+    u = _as_quat(q)
+    u = u / np.linalg.norm(u, axis=-1, keepdims=True)
+    w, x, y, z = u[..., 0], u[..., 1], u[..., 2], u[..., 3]
+    out = np.empty(u.shape[:-1] + (6,))
     out[..., 0] = 1 - 2 * (y * y + z * z)
     out[..., 1] = 2 * (x * y + w * z)
     out[..., 2] = 2 * (x * z - w * y)
@@ -208,5 +209,5 @@ def quat_to_6d(q) -> np.ndarray:
     return out
 
 
-def sixd_to_quat(d6) -> np.ndarray:
+def sixd_to_quat(d6: ArrayLike) -> np.ndarray:
     return matrix_to_quat(sixd_to_matrix(d6))

@@ -119,7 +119,7 @@ class SafetyLimits:
     min_voltage_v: float = 0.0
     """Battery voltage under which every quadrotor lands (V; 0: no battery rule)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         lo = checks.vector(3)("arena_min", self.arena_min)
         hi = checks.vector(3)("arena_max", self.arena_max)
         if not np.all(np.asarray(hi) > np.asarray(lo)):

@@ -239,8 +239,8 @@ def hover_possible(config, mismatch: dict) -> bool:
 
 def collect_episode(task: EpisodeTask) -> dict:
     """Fly one DAgger episode; returns its samples and figures."""
-    from backends import make_backend
     from backends.base import Scenario
+    from backends.embedded import EmbeddedBackend
     from backends.runner import run_episode
     from cableload_sim.physics.disturbances import WrenchDisturbance
     from cableload_sim.trajectories import make_reference
@@ -266,7 +266,7 @@ def collect_episode(task: EpisodeTask) -> dict:
         prior_converge_s=task.config["network"]["prior_converge_s"],
     )
     rng = np.random.default_rng(task.seed)
-    backend = make_backend("embedded", config)
+    backend = EmbeddedBackend(config)
     sees_truth = task.config["dagger"].get("teacher_sees_truth", True) and config.sensing.enabled
     planner = DaggerPlanner(
         _teacher(task.system_config, task.uavs, task.overrides),

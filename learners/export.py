@@ -20,7 +20,9 @@ import json
 import math
 import pickle
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -36,6 +38,11 @@ from planners.student import (
     PRIOR_FEATURES,
     REF_FEATURES,
 )
+
+if TYPE_CHECKING:
+    from cableload_sim.params import Config, SystemParams
+    from cableload_sim.trajectories import LoadReference
+    from planners.student import Policy, StudentPlanner
 
 FORMAT = 2  # 2: the formation prior joined the inputs
 OUTPUTS = ("p", "v", "a", "j", "w")
@@ -58,7 +65,7 @@ GENERALIST_POLICIES = {
 (``learners/configs/generalist.toml``)."""
 
 
-def default_policy(reference=None, n_uavs: int = 3) -> Path:
+def default_policy(reference: LoadReference | None = None, n_uavs: int = 3) -> Path:
     """The shipped policy to fly ``reference`` with ``n_uavs`` quadrotors: the generalist for
     that number, when one is shipped, unless ``reference`` is eight-medium (constant
     orientation), which the specialist for that number flies; without a generalist, the
@@ -74,7 +81,7 @@ def default_policy(reference=None, n_uavs: int = 3) -> Path:
     return generalist
 
 
-def _is_eight_medium(reference) -> bool:
+def _is_eight_medium(reference: LoadReference) -> bool:
     """Whether ``reference`` is the specialist's training reference: the same poses over a
     period."""
     from cableload_sim.trajectories import make_reference
@@ -115,7 +122,7 @@ def _interface() -> dict:
     }
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """``value`` with NumPy scalars and arrays turned into Python numbers and lists, so that a
     weights-only load accepts it; tensors and plain values pass through."""
     if isinstance(value, dict):
@@ -210,7 +217,7 @@ def load_checkpoint(path: Path) -> tuple[StudentNet, dict]:
 
 
 @contextlib.contextmanager
-def torch_threads(threads: int):
+def torch_threads(threads: int) -> Iterator[None]:
     """Run the enclosed torch calls on ``threads`` intra-op threads, then restore the count.
 
     Torch's default (one thread per core) makes a small network's call wait for a busy core:
@@ -238,7 +245,7 @@ class TorchPolicy:
         self.threads = threads
         self._traced: dict[int, torch.jit.ScriptModule] = {}
 
-    def _fn(self, batch: int):
+    def _fn(self, batch: int) -> Any:
         fn = self._traced.get(batch)
         if fn is None:
             h = self.net.config.history
@@ -249,7 +256,7 @@ class TorchPolicy:
             self._traced[batch] = fn
         return fn
 
-    def __call__(self, ego, load, ref, prior) -> dict:
+    def __call__(self, ego: np.ndarray, load: np.ndarray, ref: np.ndarray, prior: np.ndarray) -> dict:
         with torch_threads(self.threads), torch.inference_mode():
             out = self._fn(len(ego))(
                 *(torch.as_tensor(x, dtype=torch.float32) for x in (ego, load, ref, prior))
@@ -263,7 +270,7 @@ class PriorPolicy:
     flies its bare prior with the same encoding, prior and calibration, and what the network
     adds can be measured (``--planner student-prior``)."""
 
-    def __call__(self, ego, load, ref, prior) -> dict:
+    def __call__(self, ego: np.ndarray, load: np.ndarray, ref: np.ndarray, prior: np.ndarray) -> dict:
         prior = np.asarray(prior, dtype=np.float64)
         return {k: prior[..., 3 * c : 3 * c + 3].copy() for c, k in enumerate(OUTPUTS)}
 
@@ -273,7 +280,9 @@ class _OnnxWrapper(torch.nn.Module):
         super().__init__()
         self.net = net
 
-    def forward(self, ego, load, ref, prior):
+    def forward(
+        self, ego: torch.Tensor, load: torch.Tensor, ref: torch.Tensor, prior: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
         out = self.net(ego, load, ref, prior)
         return tuple(out[k] for k in OUTPUTS)
 
@@ -331,7 +340,7 @@ class OnnxPolicy:
         self._dims = {str(node.shape[0]) for node in self.session.get_inputs()}
         self._by_batch: dict[int, object] = {}
 
-    def _make_session(self, batch: int | None):
+    def _make_session(self, batch: int | None) -> Any:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -342,7 +351,7 @@ class OnnxPolicy:
                 options.add_free_dimension_override_by_name(name, batch)
         return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
 
-    def _session_for(self, batch: int):
+    def _session_for(self, batch: int) -> Any:
         session = self._by_batch.get(batch)
         if session is None:
             if len(self._by_batch) >= ONNX_BATCH_SESSIONS or self._dims != {"batch"}:
@@ -350,7 +359,7 @@ class OnnxPolicy:
             session = self._by_batch[batch] = self._make_session(batch)
         return session
 
-    def __call__(self, ego, load, ref, prior) -> dict:
+    def __call__(self, ego: np.ndarray, load: np.ndarray, ref: np.ndarray, prior: np.ndarray) -> dict:
         out = self._session_for(len(ego)).run(
             list(OUTPUTS),
             {name: np.asarray(x, dtype=np.float32) for name, x in zip(INPUTS, (ego, load, ref, prior))},
@@ -358,7 +367,9 @@ class OnnxPolicy:
         return {k: v.astype(np.float64) for k, v in zip(OUTPUTS, out)}
 
 
-def export_policy(net: StudentNet, out_dir: Path, info: dict | None = None, system=None) -> None:
+def export_policy(
+    net: StudentNet, out_dir: Path, info: dict | None = None, system: SystemParams | None = None
+) -> None:
     """Write ``student.pt``, ``student.onnx`` and ``policy.json`` (human-readable facts, with
     ``system``, the ``SystemParams`` trained on, so that flying another one is noticed)."""
     out_dir = Path(out_dir)
@@ -386,7 +397,7 @@ def read_policy_info(policy_dir: Path) -> dict:
     return info
 
 
-def system_differences(trained, flown, path: str = "") -> list[str]:
+def system_differences(trained: Any, flown: Any, path: str = "") -> list[str]:
     """How the system ``flown`` differs from ``trained`` (both ``dataclasses.asdict`` of a
     ``SystemParams``), one line per differing value, per-quadrotor lines merged as ``[*]``."""
     if isinstance(trained, dict) and isinstance(flown, dict):
@@ -418,14 +429,14 @@ def system_differences(trained, flown, path: str = "") -> list[str]:
     return [] if trained == flown else [f"{path} = {trained!r} (flying {flown!r})"]
 
 
-def _neutral(value) -> bool:
+def _neutral(value: Any) -> bool:
     """Whether ``value`` is a field's do-nothing default: None, false, zero, or all zeros."""
     if isinstance(value, list | tuple):
         return all(_neutral(item) for item in value)
     return value is None or value is False or (isinstance(value, int | float) and value == 0)
 
 
-def check_policy_system(info: dict, system, policy_dir) -> None:
+def check_policy_system(info: dict, system: SystemParams, policy_dir: str | Path) -> None:
     """Warn (``PolicySystemWarning``) when ``system`` is not the one the policy was trained
     for, naming what differs, or when the policy does not record it."""
     trained = info.get("system")
@@ -454,7 +465,7 @@ def check_policy_system(info: dict, system, policy_dir) -> None:
     )
 
 
-def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
+def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch") -> tuple[Policy, int, dict]:
     """(policy callable, history length, checkpoint data) of a policy directory (default: the
     shipped one)."""
     policy_dir = Path(policy_dir) if policy_dir is not None else SHIPPED_POLICY
@@ -475,12 +486,12 @@ def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch"):
 
 
 def student_planner(
-    config,
+    config: Config,
     policy: str | Path | None = None,
     runtime: str = "torch",
-    reference=None,
+    reference: LoadReference | None = None,
     network: bool = True,
-):
+) -> StudentPlanner:
     """The student planner flying the policy in directory ``policy`` (default:
     ``default_policy(reference, n)``) on ``config``'s system, warning when the policy was
     trained for another system (``planners.make_planner("student", config, policy=...,

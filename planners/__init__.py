@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import importlib
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from cableload_sim.errors import UsageError
+
+if TYPE_CHECKING:
+    from cableload_sim.params import Config
+    from planners.base import Planner
 
 _REGISTRY = MappingProxyType(
     {
@@ -46,7 +51,7 @@ def check_planner_name(name: str) -> str:
     return name
 
 
-def make_planner(name: str, config, **options):
+def make_planner(name: str, config: Config, **options: Any) -> Planner:
     """Instantiate the planner registered as ``name`` for ``config`` (a ``Config``)."""
     entry, defaults = _REGISTRY[check_planner_name(name)]
     module, attribute = entry.split(":")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 from numba import njit
@@ -24,6 +24,11 @@ from cableload_sim.params import SystemParams
 from cableload_sim.physics.statics import hover_geometry
 from cableload_sim.physics.world import UavTrajectory, WorldState
 from cableload_sim.rotations import quat_to_matrix
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from cableload_sim.trajectories import LoadReference
 
 REFERENCE_CHECK_S = 600.0
 """How far (s) ``PlanBounds.check_reference`` looks: longer references repeat (loops) or hold."""
@@ -36,7 +41,7 @@ class Planner(Protocol):
     def reset(self) -> None:
         """Forget everything from a previous episode."""
 
-    def plan(self, state: WorldState, reference) -> list[UavTrajectory]:
+    def plan(self, state: WorldState, reference: LoadReference) -> list[UavTrajectory]:
         """One trajectory per quadrotor, starting at ``state.t``."""
 
     def report(self) -> dict:
@@ -44,7 +49,19 @@ class Planner(Protocol):
 
 
 @njit(cache=True)
-def violation_code(t, p, v, a, j, w, lo, hi, speed_sq, acceleration_sq, rate_sq):  # pragma: no cover
+def violation_code(  # pragma: no cover
+    t: np.ndarray,
+    p: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    j: np.ndarray,
+    w: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    speed_sq: float,
+    acceleration_sq: float,
+    rate_sq: float,
+) -> int:
     """Which of ``PlanBounds.violation``'s checks a plan fails first (0: none; 1: non-finite,
     2: node times, 3: position, 4: speed, 5: acceleration, 6: body rate), in one pass (numba:
     every plan of every planner is checked here)."""
@@ -126,7 +143,7 @@ class PlanBounds:
             f"body rate above {self.max_body_rate} rad/s",
         )[code - 1]
 
-    def check_reference(self, reference, system: SystemParams, duration: float) -> None:
+    def check_reference(self, reference: LoadReference, system: SystemParams, duration: float) -> None:
         """Refuse (``UsageError``) a load reference that the quadrotors cannot follow inside
         these bounds during ``duration`` (s): the plans reaching there would be replaced.
 
@@ -167,7 +184,7 @@ class PlanBounds:
                 )
 
 
-def hover_plan(t: float, position) -> UavTrajectory:
+def hover_plan(t: float, position: ArrayLike) -> UavTrajectory:
     """Hold ``position`` at rest over the horizon from ``t``."""
     times = node_times(t)
     zeros = np.zeros((times.size, 3))
