@@ -241,22 +241,22 @@ def test_student_nodes_fly_decentralized_and_rosbag_records_the_run(ros_graph, t
             "--policy",
             SPECIALIST,
         )
-    ros_graph.wait_for(
-        lambda: (
-            len(
-                [
-                    node
-                    for node in ros_graph.master_state()["subscribers"].get(
-                        "/cableload/load/reference_horizon", []
-                    )
-                    if node.startswith("/cableload_student_")
-                ]
-            )
-            == 3
-        ),
-        120,
-        "three student nodes",
-    )
+
+    def students_subscribed() -> bool:
+        """Every student node has registered its own quadrotor's state and the reference (a
+        node registers its subscribers one after the other: on a loaded machine the master
+        may list the reference's before the state's)."""
+        subscribers = ros_graph.master_state()["subscribers"]
+
+        def student_of(q: str, topic: str) -> bool:
+            return any(n.startswith(f"/cableload_student_{q}") for n in subscribers.get(topic, []))
+
+        return all(
+            student_of(q, f"/{q}/agiros_pilot/state") and student_of(q, "/cableload/load/reference_horizon")
+            for q in QUADS
+        )
+
+    ros_graph.wait_for(students_subscribed, 120, "three student nodes")
     topics = [f"/{q}/agiros_pilot/{k}" for q in QUADS for k in ("state", "odometry", "trajectory")]
     topics += [
         "/mocap/load/pose",
