@@ -145,10 +145,6 @@ class PoseFilter:
 # a handful of bodies, where ``rotations``' general forms spend their time reshaping.
 
 
-def _conjugate(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton products of (B, 4) quaternions."""
     aw, ax, ay, az = a.T
@@ -169,15 +165,6 @@ def _rotation_quat(rotvec: np.ndarray) -> np.ndarray:
     safe = np.where(angle < 1e-8, 1.0, angle)
     scale = np.where(angle < 1e-8, 0.5 - angle**2 / 48.0, np.sin(0.5 * angle) / safe)
     return np.column_stack([np.cos(0.5 * angle), scale[:, None] * rotvec])
-
-
-def _small_rotation(q: np.ndarray) -> np.ndarray:
-    """Rotation vectors (B, 3) of quaternions (B, 4), the short way round."""
-    q = np.where(q[:, :1] < 0.0, -q, q)
-    sin_half = np.sqrt(np.einsum("bi,bi->b", q[:, 1:], q[:, 1:]))
-    angle = 2.0 * np.arctan2(sin_half, q[:, 0])
-    scale = np.where(sin_half < 1e-12, 2.0, angle / np.where(sin_half < 1e-12, 1.0, sin_half))
-    return scale[:, None] * q[:, 1:]
 
 
 def _normalized(q: np.ndarray) -> np.ndarray:
