@@ -281,12 +281,12 @@ def _encode(
 
 
 @njit(cache=True)
-def _output(x, residual, axes, turn, origin, t, lo, hi, speed_sq, acceleration_sq, rate_sq, out):
+def _output(x, residual, axes, turn, origin, out):
     """A policy's output ``x`` (5, nodes, 3: p, v, a, j, w in the frame's axes) less
     ``residual`` (the same shape) in world components, positions from ``origin``, into ``out``
-    (5, nodes, 3) (``trajectory_from_output`` in NumPy); returns 0, or which of
-    ``PlanBounds.violation``'s checks the plan fails first (1: non-finite, 2: node times, 3:
-    position, 4: speed, 5: acceleration, 6: body rate)."""
+    (5, nodes, 3) (``trajectory_from_output`` in NumPy). The plan guard's ``violation_code``
+    checks it next, called on its own: a cached kernel calling another module's is not
+    recompiled when that one changes."""
     nodes = x.shape[1]
     for m in range(5):
         for k in range(nodes):
@@ -302,8 +302,6 @@ def _output(x, residual, axes, turn, origin, t, lo, hi, speed_sq, acceleration_s
             if m == 0:
                 b0, b1, b2 = b0 + origin[0], b1 + origin[1], b2 + origin[2]
             out[m, k, 0], out[m, k, 1], out[m, k, 2] = b0, b1, b2
-    limits = (lo, hi, speed_sq, acceleration_sq, rate_sq)
-    return violation_code(t, out[0], out[1], out[2], out[3], out[4], *limits)
 
 
 _KERNELS_READY = False
@@ -351,9 +349,8 @@ def load_kernels() -> None:
         np.empty((N_NODES, PRIOR_FEATURES)),
     )
     plan = np.zeros((5, N_NODES, 3))
-    _output(
-        plan, plan, np.eye(3), True, z3, times, z3 - 1.0, z3 + 1.0, 1.0, 1.0, 1.0, np.empty((5, N_NODES, 3))
-    )
+    _output(plan, plan, np.eye(3), True, z3, plan.copy())
+    violation_code(times, *plan, z3 - 1.0, z3 + 1.0, 1.0, 1.0, 1.0)
     _KERNELS_READY = True
 
 
@@ -647,9 +644,8 @@ class StudentPlanner:
                 )
                 times = node_times(e.t)
                 world = np.empty((5, N_NODES, 3))
-                broken = _output(
-                    raw[row], residual, e.axes, self.frame != "world", e.origin, times, lo, hi, *limits, world
-                )
+                _output(raw[row], residual, e.axes, self.frame != "world", e.origin, world)
+                broken = violation_code(times, *world, lo, hi, *limits)
                 if not broken:
                     plans[k] = UavTrajectory(times, *world)
                 else:

@@ -132,14 +132,13 @@ def compose(outer: Jet, inner: Jet) -> Jet:
     k = shape[0]
     d1, d2 = np.empty(shape), np.empty(shape)
     d3 = np.empty(shape) if third else d2
-    g3 = i3
     _compose_orders(
         np.ascontiguousarray(outer.d1, dtype=float).reshape(k, -1),
         np.ascontiguousarray(outer.d2, dtype=float).reshape(k, -1),
         np.ascontiguousarray(o3, dtype=float).reshape(k, -1),
         np.ascontiguousarray(inner.d1, dtype=float).reshape(k),
         np.ascontiguousarray(inner.d2, dtype=float).reshape(k),
-        np.ascontiguousarray(g3, dtype=float).reshape(k),
+        np.ascontiguousarray(i3, dtype=float).reshape(k),
         third,
         d1.reshape(k, -1),
         d2.reshape(k, -1),

@@ -231,7 +231,7 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
     """A decision's compiled encoding (short history repeated, then full) and its output in
     world components with the bounds check give what the NumPy expressions give, to rounding;
     an output out of bounds or non-finite is refused as ``PlanBounds.violation`` refuses it."""
-    from planners.base import PlanBounds
+    from planners.base import PlanBounds, violation_code
     from planners.formation import slot_of
     from planners.student import _encode_numpy, _output, trajectory_from_output
 
@@ -274,7 +274,8 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
         x = scale * rng.uniform(-1.0, 1.0, (5, 21, 3)) / np.array([1, 1, 2, 4, 1])[:, None, None]
         residual = 0.01 * rng.normal(size=(5, 21, 3))
         world = np.empty((5, 21, 3))
-        broken = _output(x, residual, e.axes, frame != "world", e.origin, times, *args, world)
+        _output(x, residual, e.axes, frame != "world", e.origin, world)
+        broken = violation_code(times, *world, *args)
         plan = trajectory_from_output(e.t, e.origin, *(x - residual), axes=e.axes)
         assert bool(broken) == (bounds.violation(plan) is not None), case
         if case == "ok":
