@@ -42,8 +42,10 @@ class DaggerConfig:
     """Episodes collected per round (in parallel, one per worker)."""
     episode_s: float = 40.0
     """Simulated length of an episode (s)."""
-    trajectories: tuple[str, ...] = ("eight-medium",)
-    """Load references to train on (names as on the command line)."""
+    trajectories: tuple[str | dict, ...] = ("eight-medium",)
+    """Load references to train on: names as on the command line, or tables naming one with
+    its own orientation mode and options, e.g. ``{name = "eight", orientation =
+    "zero-sideslip", ax = 2.7, ay = 2.3}`` (``trajectory_specs`` reads them)."""
     orientation: str = "constant"
     """Orientation mode of the references: constant, zero-sideslip or both."""
     trajectory_order: str = "alternate"
@@ -150,12 +152,64 @@ class TrainConfig:
 UAV_COUNTS = checks.sequence(checks.integer(2, 9))
 """``dagger.uavs``: quadrotor counts an episode is drawn with."""
 
+ORIENTATIONS = ("constant", "zero-sideslip")
+
+
+def _trajectory_entry(path: str, value, error):
+    """A reference name, or a table ``{name, orientation?, option = number...}``."""
+    if isinstance(value, str):
+        return checks.text()(path, value)
+    if not isinstance(value, dict):
+        raise error(
+            f"{path}: expected a reference name or a table {{name = ..., orientation = ..., "
+            f"option = value...}}, got {value!r}"
+        )
+    if "name" not in value:
+        raise error(f"{path}: expected a table with a 'name' key, got {value!r}")
+    entry = {"name": checks.text().raising(error)(f"{path}.name", value["name"])}
+    if "orientation" in value:
+        entry["orientation"] = checks.choice(ORIENTATIONS).raising(error)(
+            f"{path}.orientation", value["orientation"]
+        )
+    for key, option in value.items():
+        if key not in ("name", "orientation"):
+            entry[key] = checks.finite.raising(error)(f"{path}.{key}", option)
+    return entry
+
+
+TRAJECTORIES = checks.sequence(
+    checks.Check("a reference name or a table naming one with its options", _trajectory_entry),
+    min_length=0,
+)
+"""``dagger.trajectories``: names, or tables with an orientation and options."""
+
+
+def trajectory_specs(d: DaggerConfig) -> list[tuple[str, str | None, dict]]:
+    """Each training trajectory as (name, its own orientation mode or None, options)."""
+    out: list[tuple[str, str | None, dict]] = []
+    for entry in d.trajectories:
+        if isinstance(entry, str):
+            out.append((entry, None, {}))
+        else:
+            options = {k: v for k, v in entry.items() if k not in ("name", "orientation")}
+            out.append((entry["name"], entry.get("orientation"), options))
+    return out
+
+
+def trajectory_orientations(d: DaggerConfig, own: str | None) -> tuple[str, ...]:
+    """The orientation modes a trajectory is flown with: its own, else ``dagger.orientation``'s."""
+    if own is not None:
+        return (own,)
+    return ORIENTATIONS if d.orientation == "both" else (d.orientation,)
+
 
 def _field_check(name: str, default) -> checks.Check:
     """The check of one training-config key, from the type of its default (its range is
     checked by ``validate``, with the rules between keys)."""
     if name == "uavs":
         return UAV_COUNTS
+    if name == "trajectories":
+        return TRAJECTORIES
     if isinstance(default, bool):
         return checks.boolean
     if isinstance(default, int):
@@ -280,11 +334,10 @@ def _check_trajectories(config: TrainConfig, source: str) -> None:
     from cableload_sim.trajectories import make_reference
 
     d = config.dagger
-    orientations = ("constant", "zero-sideslip") if d.orientation == "both" else (d.orientation,)
-    for name in d.trajectories:
-        for orientation in orientations:
+    for name, own, options in trajectory_specs(d):
+        for orientation in trajectory_orientations(d, own):
             try:
-                make_reference(name, orientation=orientation)
+                make_reference(name, orientation=orientation, **options)
             except UsageError as err:
                 raise ConfigError(f"{source}:dagger.trajectories: {err}") from None
 
@@ -298,12 +351,11 @@ def check_references_flyable(config: TrainConfig, system_config, force: bool = F
     d = config.dagger
     if config.references is not None:
         return  # every draw is checked as it is drawn
-    orientations = ("constant", "zero-sideslip") if d.orientation == "both" else (d.orientation,)
     duration = max(d.episode_s, d.eval_s)
-    for name in d.trajectories:
-        for orientation in orientations:
+    for name, own, options in trajectory_specs(d):
+        for orientation in trajectory_orientations(d, own):
             require_flyable(
-                make_reference(name, orientation=orientation), system_config, duration, force, warn
+                make_reference(name, orientation=orientation, **options), system_config, duration, force, warn
             )
 
 

@@ -34,7 +34,7 @@ from torch import nn
 from cableload_sim.errors import CableloadError, OutputExistsError, ResourceError, UsageError
 from cableload_sim.horizon import N_NODES, node_offsets
 from cableload_sim.io.resources import available_memory, gigabytes
-from learners.config import TrainConfig, check_references_flyable, validate
+from learners.config import TrainConfig, check_references_flyable, trajectory_specs, validate
 from learners.distribution import ReferenceSpec
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
 from learners.network import StudentNet
@@ -573,14 +573,15 @@ def _episode_plan(config: TrainConfig, round_index: int, episode: int, rng, syst
     d = config.dagger
     if config.references is not None:
         return config.references.draw(rng, system_config, d.episode_s)
+    specs = trajectory_specs(d)
     if d.trajectory_order == "alternate":
-        trajectory = d.trajectories[(round_index * d.episodes_per_round + episode) % len(d.trajectories)]
+        name, own, options = specs[(round_index * d.episodes_per_round + episode) % len(specs)]
     else:
-        trajectory = d.trajectories[int(rng.integers(len(d.trajectories)))]
-    orientation = d.orientation
+        name, own, options = specs[int(rng.integers(len(specs)))]
+    orientation = own or d.orientation
     if orientation == "both":
         orientation = ("constant", "zero-sideslip")[int(rng.integers(2))]
-    return ReferenceSpec(trajectory, orientation)
+    return ReferenceSpec(name, orientation, options)
 
 
 def training_system(config: TrainConfig, uavs: int | None = None):
@@ -601,8 +602,9 @@ def validation_references(config: TrainConfig) -> list[tuple[ReferenceSpec, int 
             n = counts[e % len(counts)]
             out.append((config.references.draw(rng, training_system(config, n), d.eval_s), n))
         return out
-    orientation = "constant" if d.orientation == "both" else d.orientation
-    return [(ReferenceSpec(d.trajectories[0], orientation), n) for n in counts]
+    name, own, options = trajectory_specs(d)[0]
+    orientation = own or ("constant" if d.orientation == "both" else d.orientation)
+    return [(ReferenceSpec(name, orientation, options), n) for n in counts]
 
 
 @dataclass(frozen=True)

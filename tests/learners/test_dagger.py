@@ -67,6 +67,43 @@ def test_train_config_errors_are_clear(tmp_path):
         load_train_config(tmp_path / "none.toml")
 
 
+def test_training_trajectories_name_their_own_orientation_and_options():
+    from learners.dagger import _episode_plan, validation_references
+
+    config = train_config_from_dict(
+        {
+            "dagger": {
+                "orientation": "constant",
+                "episodes_per_round": 1,
+                "trajectories": [
+                    {"name": "eight", "ax": 2.7, "ay": 2.3},
+                    {"name": "circle", "orientation": "zero-sideslip", "radius": 2.0},
+                    "square",
+                ],
+            }
+        }
+    )
+    rng = np.random.default_rng(0)
+    plans = [_episode_plan(config, r, 0, rng, None) for r in range(3)]
+    assert [(p.name, p.orientation, dict(p.options)) for p in plans] == [
+        ("eight", "constant", {"ax": 2.7, "ay": 2.3}),
+        ("circle", "zero-sideslip", {"radius": 2.0}),
+        ("square", "constant", {}),
+    ]
+    assert plans[0].build().sample(np.array([0.0])).p.shape == (1, 3)
+    (spec, _), *_ = validation_references(config)
+    assert (spec.name, dict(spec.options)) == ("eight", {"ax": 2.7, "ay": 2.3})
+    for bad, message in (
+        ({"ax": 2.0}, "a table with a 'name' key"),
+        ({"name": "eight", "orientation": "sideways"}, r"orientation: expected one of"),
+        ({"name": "eight", "ax": "wide"}, r"\.ax: expected a finite number"),
+        ({"name": "eight", "bogus": 1.0}, "unknown option 'bogus'"),
+        (3, "expected a reference name or a table"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            train_config_from_dict({"dagger": {"trajectories": [bad]}})
+
+
 def run_cli_train(config: Path, out: Path, resume=False):
     cmd = [
         sys.executable,
