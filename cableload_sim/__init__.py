@@ -2,7 +2,7 @@
 
 Subpackages, lowest layer first; each may import the ones above it in this list, never those
 below, and nothing here imports ``planners``, ``learners``, ``backends`` or ``hw`` except the
-command line (``cli``), the top of the whole project:
+reproduction (``reproduce``) and the command line (``cli``), the top of the whole project:
 
 - ``errors``, ``checks``, ``rotations``, ``horizon``: the error types, the one family of value
   checks and the bounded file reader, quaternion algebra, the plan's time grid;
@@ -15,6 +15,8 @@ command line (``cli``), the top of the whole project:
 - ``metrics``: tracking errors and the figures of a run;
 - ``io``: run logs (ROS1 bags) and their messages, atomic file writes, the machine's resources;
 - ``viz``: replay and plots;
+- ``reproduce``: the paper's tables beside ours (the paper's values as data files, and the
+  runs that reproduce them, which fly the planners and train the students);
 - ``cli``: the ``cableload`` command, its benchmarks and the generated reference pages.
 
 ``tests/test_layers.py`` checks these rules on every module.

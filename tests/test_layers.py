@@ -35,6 +35,7 @@ LAYERS = {
     "backends": 7,
     "learners": 8,
     "hw": 9,
+    "cableload_sim.reproduce": 9.5,
     "cableload_sim.cli": 10,
 }
 """Each unit's layer: a module may import its own unit and units of lower layers only."""
