@@ -124,6 +124,10 @@ class TeacherPlanner:
         self.pace = 1.0  # reference seconds per second
         self.last_t: float | None = None
         self.solve_times: list[float] = []
+        self.stage_times: list[tuple[float, float, float]] = []
+        """Per plan: before the solver (initial state, warm start, reference), in the solver's
+        iterations, after it (checks, quadrotor references, fallback), s."""
+        self._solver_s = 0.0
         self.iterations: list[int] = []
         self.failures = 0  # plans replaced by the fallback
         self.holds = 0  # of which hover holds
@@ -331,6 +335,8 @@ class TeacherPlanner:
             self.restarts += 1
         it = self._warm_start(state.t, x0)
         ref = self._reference_matrix(reference, state.load_q)
+        self._solver_s = 0.0
+        before_solver = time.perf_counter() - start
         steps, info = self._iterate(it, ref, P.max_iter if cold else P.rti_iterations, cold, extend=True)
         plans, why = self._checked(times, it)
         extra = 0
@@ -376,7 +382,9 @@ class TeacherPlanner:
             self.min_pace = min(self.min_pace, self.pace)
             if self.pace == 0.0:
                 self.held_reference_plans += 1
-        self.solve_times.append(time.perf_counter() - start)
+        total = time.perf_counter() - start
+        self.solve_times.append(total)
+        self.stage_times.append((before_solver, self._solver_s, total - before_solver - self._solver_s))
         return plans
 
     def _regain_pace(self, t: float) -> None:
@@ -405,7 +413,9 @@ class TeacherPlanner:
         done = 0
         limit = max(count, RTI_MAX_ITERATIONS) if extend and not converge else count
         for done in range(1, limit + 1):  # noqa: B007
+            start = time.perf_counter()
             info = self.ocp.sqp_step(it, ref)
+            self._solver_s += time.perf_counter() - start
             self.max_binding = max(self.max_binding, info.binding)
             if not info.ok:
                 self.failed_steps += 1

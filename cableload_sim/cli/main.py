@@ -756,6 +756,24 @@ def _uav_list(text: str) -> list[int]:
     return values
 
 
+def cmd_reproduce(args) -> int:
+    """The paper's tables beside ours (``cableload_sim.reproduce``)."""
+    from cableload_sim.reproduce.runner import reproduce
+
+    index = reproduce(
+        args.tables or None,
+        out=args.out,
+        quick=args.quick,
+        conditions=args.conditions,
+        progress=not args.json,
+    )
+    if args.json:
+        print_json({"index": str(index)})
+    else:
+        print(f"reproduction written to {index.parent} (index: {index})")
+    return 0
+
+
 def cmd_bench(args) -> int:
     if args.what == "sim":
         if args.set:
@@ -1136,6 +1154,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uavs", default=None, help="number(s) of quadrotors, e.g. 3,4,5,6")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("reproduce", help="run the paper's experiments and put its tables beside ours")
+    p.add_argument(
+        "tables",
+        nargs="*",
+        metavar="TABLE",
+        help="the paper's table numbers (1-11) or `ablation`; default: every one",
+    )
+    p.add_argument("--quick", action="store_true", help="every table shortened (about a minute in all)")
+    p.add_argument(
+        "--out", default="runs/reproduce", help="output folder; a stopped run given the same one resumes"
+    )
+    p.add_argument(
+        "--conditions",
+        choices=["paper", "ideal"],
+        default="paper",
+        help="paper: motion capture, onboard estimators and the Wi-Fi link, as the paper flew; "
+        "ideal: exact states",
+    )
+    p.add_argument("--json", action="store_true", help="no progress bars; print the index's path as JSON")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("gazebo-world", help="write an SDF world of the system for Gazebo + RotorS")
     p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
