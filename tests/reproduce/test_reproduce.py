@@ -1,0 +1,169 @@
+"""`cableload reproduce`: each experiment is set up as the paper's text describes it (sizes,
+rounds, perturbations), the quick reproduction writes every table's files with the paper's value
+beside ours, a second call resumes without flying again, and bad input is refused."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cableload_sim.errors import OutputExistsError, UsageError
+from cableload_sim.reproduce import tables
+from cableload_sim.reproduce.conditions import CONDITIONS, condition_overrides
+from cableload_sim.reproduce.paper import paper_table, paper_timings
+from cableload_sim.reproduce.runner import reproduce
+
+PAPER = CONDITIONS["paper"]
+
+
+def _trainings(exp) -> dict:
+    return {t.name: t.config for t in exp.trainings}
+
+
+def test_flights_and_trainings_follow_the_papers_text():
+    episode = paper_timings()["episode_duration"].value
+    assert tables.EPISODE_S == episode == 40
+
+    exp = tables.experiment("1", False, PAPER)
+    d = _trainings(exp)["eight-2.2x2"]["dagger"]
+    assert (d["rounds"], d["epochs"], d["disturbance_rounds"], d["episode_s"]) == (20, 16, 5, 40.0)
+    assert d["trajectories"] == [{"name": "eight", "ax": 2.2, "ay": 2.0, "w": tables.PAPER_EIGHT_RATE}]
+    assert sorted(r.planner for r in exp.runs) == ["student", "student", "teacher", "teacher"]
+
+    exp = tables.experiment("5", False, PAPER)  # Tables 2 and 5 are one experiment
+    assert exp.tables == (2, 5)
+    d = _trainings(exp)["two-eights"]["dagger"]
+    assert (d["rounds"], d["disturbance_rounds"], d["trajectory_order"]) == (20, 4, "alternate")
+    trained = [(t["ax"], t["ay"]) for t in d["trajectories"]]
+    paper_sizes = {(r["x_amplitude"], r["y_amplitude"]): r["trained"] for r in paper_table(2).rows}
+    assert trained == [size for size, was_trained in paper_sizes.items() if was_trained]
+    flown = {(r.reference.options["ax"], r.reference.options["ay"]) for r in exp.runs}
+    assert flown == set(paper_sizes)
+    for run in exp.runs:  # every row finds its paper row
+        assert len(paper_table(2).select(**run.paper)) == 1
+
+    exp = tables.experiment("3", False, PAPER)
+    decoders = {name: c["network"]["decoder"] for name, c in _trainings(exp).items()}
+    assert decoders == {"eight-2.2x2": "pinn", "eight-2.2x2-mlp": "mlp"}
+    assert {r.paper["case"] for r in exp.runs} == {row["case"] for row in paper_table(3).rows}
+
+    exp = tables.experiment("7", False, PAPER)
+    configs = _trainings(exp)
+    rounds = {n: c["dagger"]["rounds"] for n, c in configs.items()}
+    assert rounds == {"sp-constant": 30, "sp-zss": 30, "sp-both": 60}
+    assert {n: set(c["references"]["orientations"]) for n, c in configs.items()} == {
+        "sp-constant": {"constant"},
+        "sp-zss": {"zero-sideslip"},
+        "sp-both": {"constant", "zero-sideslip"},
+    }
+    for c in configs.values():  # eights, circles and squares, their height oscillating
+        assert set(c["references"]["families"]) == {"eight", "circle", "square"}
+        assert c["references"]["vertical_share"] == 1.0
+    stop = paper_table(6).stated["stop_separation"].value
+    assert tables.STOP_SEPARATION_M == stop == 0.4
+    for run in exp.runs:
+        number = run.paper.get("table", 6)
+        fields = {k: v for k, v in run.paper.items() if k != "table"}
+        (row,) = paper_table(number).select(**fields)
+        assert row["orientation_mode"] == run.reference.orientation
+        sizes = (("radius", "radius"), ("side", "side"), ("x_amplitude", "ax"), ("y_amplitude", "ay"))
+        for paper_key, option in sizes:
+            if paper_key in row:
+                assert run.reference.options[option] == row[paper_key]
+
+    exp = tables.experiment("9", False, PAPER)
+    assert _trainings(exp)["pose"]["dagger"]["rounds"] == 80
+    assert _trainings(exp)["pose"]["references"]["move_tilt_deg"][1] == 15.0
+    move = paper_timings()["pose_trajectory_duration"].value
+    assert all(r.reference.options["duration"] == move for r in exp.runs)
+    (sequence,) = [r for r in exp.runs if r.sequence]
+    goals = [s["goal"] for s in sequence.sequence]
+    assert goals == [[*r["goal_position"], *r["goal_orientation"]] for r in paper_table(9).rows]
+
+    exp = tables.experiment("10", False, PAPER)
+    stated = paper_table(10).stated
+    changes = {r.paper["perturbation"]: dict(o.split("=", 1) for o in r.overrides) for r in exp.runs}
+    assert set(changes) == {row["perturbation"] for row in paper_table(10).rows}
+    assert changes["none"] == {}
+    assert float(changes["ball"]["ball.mass"]) == stated["ball_mass"].value
+    scale = float(changes["load_mass"]["mismatch.load_mass_scale"])
+    assert scale * stated["load_mass"].value == stated["doubled_load_mass"].value
+    deltas = json.loads(changes["attachment_and_rope"]["mismatch.cable_length_deltas"])
+    rope = stated["rope_length_change"].value / 100  # cm
+    assert sorted(deltas) == [-rope, 0.0, rope]
+    link = changes["communication_delay"]
+    assert float(link["link.drop_fraction"]) == stated["dropped_predictions"].value / 100
+    assert float(link["link.delay_max_s"]) == stated["prediction_delay"].value / 1000
+    assert all(r.policy == "sp-both" and r.reference.options["side"] == 2.0 for r in exp.runs)
+
+
+def test_every_setup_builds_a_valid_training_config_and_a_flyable_config():
+    from cableload_sim.params import load_config
+    from learners.config import train_config_from_dict
+
+    for name in tables.experiment_names():
+        exp = tables.experiment(name, True, PAPER)
+        for training in exp.trainings:
+            train_config_from_dict(training.config, training.name)
+        for run in exp.runs:
+            load_config(None, overrides=[*PAPER, *run.overrides])
+            run.reference.build()
+
+
+def test_unknown_tables_and_conditions_are_refused(tmp_path):
+    with pytest.raises(UsageError, match=r"unknown table '12'; expected one of 1, 2, .*ablation"):
+        reproduce(["12"], out=tmp_path / "r", quick=True)
+    with pytest.raises(UsageError, match=r"conditions: expected one of paper, ideal, got 'gazebo'"):
+        condition_overrides("gazebo")
+    assert not (tmp_path / "r").exists()
+    out = subprocess.run(
+        [sys.executable, "-m", "cableload_sim.cli", "reproduce", "12", "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0 and "unknown table '12'" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def quick_reproduction(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce") / "quick"
+    index = reproduce(None, out=out, quick=True, progress=False)
+    return out, index
+
+
+def test_quick_reproduction_writes_every_table_beside_the_papers(quick_reproduction):
+    out, index = quick_reproduction
+    text = index.read_text()
+    for name in tables.experiment_names():
+        exp = tables.experiment(name, True, PAPER)
+        for suffix in ("md", "csv", "png"):
+            assert (out / f"{exp.key}.{suffix}").stat().st_size > 0, (exp.key, suffix)
+        assert f"({exp.key}.md)" in text
+        with open(out / f"{exp.key}.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        assert rows, exp.key
+    table2 = (out / "table_02_05.md").read_text()
+    assert "| student, eight 2.7 x 2.7 |" in table2 and "| 0.166 |" in table2  # the paper's value
+    with open(out / "table_02_05.csv", newline="") as fh:
+        row = next(csv.DictReader(fh))
+    ratio = float(row["position ours (m)"]) / float(row["position paper (m)"])
+    assert float(row["position ratio"]) == pytest.approx(ratio)
+    assert "| ✗ |" in (out / "table_06_07_04.md").read_text()  # the paper's stopped runs
+    assert "goal 0" in (out / "table_08_09.md").read_text()
+    for key in ("sensing.enabled=true", "link.enabled=true"):
+        assert key in text
+
+
+def test_a_second_call_resumes_and_other_options_are_refused(quick_reproduction):
+    out, _ = quick_reproduction
+    flown = sorted((out / "work" / "runs").rglob("*.json"))
+    assert flown
+    before = {p: p.stat().st_mtime_ns for p in flown}
+    reproduce(["2"], out=out, quick=True, progress=False)
+    assert {p: p.stat().st_mtime_ns for p in flown} == before  # nothing flown again
+    with pytest.raises(OutputExistsError, match="expected .*'quick': False"):
+        reproduce(["2"], out=out, quick=False, progress=False)
