@@ -159,7 +159,7 @@ class Reproduction:
             if page.exists():
                 tables = ", ".join(map(str, exp.tables)) or "ablation"
                 lines.append(f"| {tables} | {exp.title} | [{page.name}]({page.name}) |")
-        lines += ["", "## The conditions", ""]
+        lines += ["", "## In short", "", results_summary(self.out), "## The conditions", ""]
         if self.conditions == "paper":
             lines += [f"- `{a.setting}`: {a.why}" for a in ASSUMPTIONS]
         else:
@@ -395,6 +395,8 @@ def table_rows(
     rows: list[dict[str, Any]] = []
     if exp.kind == "time":
         return _time_rows(exp, results, reproduction)
+    if exp.kind == "mean":
+        return _mean_rows(exp, results, reproduction)
     teacher = {}
     if exp.kind == "ablation":
         for r in results:
@@ -452,6 +454,40 @@ def table_rows(
         row["status"] = _status(result)
         del table
         rows.append(row)
+    return rows
+
+
+def _mean_rows(
+    exp: Experiment, results: list[dict[str, Any]], reproduction: Reproduction
+) -> list[dict[str, Any]]:
+    """Each flight without a ratio, then per paper row the mean of its completed flights beside
+    the paper's (itself a mean of flights)."""
+    rmse = Experiment(exp.tables, exp.title, exp.trainings, exp.runs)
+    rows = table_rows(rmse, results, reproduction)
+    for row in rows:
+        row["position ratio"] = row["orientation ratio"] = None
+    runs = {run.key: run for run in exp.runs}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        groups.setdefault(json.dumps(runs[result["key"]].paper, sort_keys=True), []).append(result)
+    for fields, flights in groups.items():
+        done = [f for f in flights if f.get("status") == "completed"]
+        _, paper = _paper_row(json.loads(fields), exp.tables)
+        pos = float(np.mean([f["rmse_position_m"] for f in done])) if done else None
+        ori = float(np.mean([f["rmse_orientation_deg"] for f in done])) if done else None
+        rows.append(
+            {
+                "row": f"{flights[0]['planner']}, mean of {len(done)} of {len(flights)} flights",
+                "position ours (m)": pos,
+                "orientation ours (deg)": ori,
+                "position paper (m)": _value(paper, "position"),
+                "orientation paper (deg)": _value(paper, "orientation"),
+                "position ratio": _ratio(pos, _value(paper, "position")),
+                "orientation ratio": _ratio(ori, _value(paper, "orientation")),
+                "min distance (m)": min(f["min_uav_distance_m"] for f in flights),
+                "status": "completed" if len(done) == len(flights) else "✗ not all completed",
+            }
+        )
     return rows
 
 
@@ -620,3 +656,39 @@ def reproduce(
 
 
 __all__ = ["Reproduction", "UsageError", "reproduce"]
+
+
+SUMMARY_MEASURES = {
+    "rmse": ("position, orientation RMSE", ("position ratio", "orientation ratio")),
+    "mean": ("position, orientation RMSE (mean of the flights)", ("position ratio", "orientation ratio")),
+    "derivative": ("derivative MAE, overall", ("overall ratio",)),
+    "pose": ("set point RMSE and the sequence's end-pose errors", ("position ratio", "orientation ratio")),
+    "time": ("training time, total", ("total ratio",)),
+}
+"""What the README's results table compares for each kind of experiment, and from which columns."""
+
+
+def results_summary(folder: str | Path) -> str:
+    """A Markdown table of a reproduction folder: per table, the median over its rows of ours /
+    the paper's, for the teacher's rows and the students' (the README's results table)."""
+    folder = Path(folder)
+    lines = [
+        "| table | compared | teacher (ours / paper, median) | student (ours / paper, median) |",
+        "|---|---|---|---|",
+    ]
+    for name in experiment_names():
+        exp = experiment(name, False, ())
+        path = folder / f"{exp.key}.csv"
+        if exp.kind not in SUMMARY_MEASURES or not path.exists():
+            continue
+        words, columns = SUMMARY_MEASURES[exp.kind]
+        with open(path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        cells = []
+        for who in ("teacher", "student"):
+            mine = [r for r in rows if r["row"].startswith("teacher") == (who == "teacher")]
+            values = [[float(r[c]) for r in mine if r.get(c)] for c in columns]
+            cells.append(", ".join(f"{np.median(v):.2g}" for v in values) if all(values) else "-")
+        tables = ", ".join(map(str, exp.tables))
+        lines.append(f"| [{tables}]({exp.key}.md) | {words} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"

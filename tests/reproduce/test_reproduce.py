@@ -156,6 +156,9 @@ def test_quick_reproduction_writes_every_table_beside_the_papers(quick_reproduct
     assert "goal 0" in (out / "table_08_09.md").read_text()
     for key in ("sensing.enabled=true", "link.enabled=true"):
         assert key in text
+    assert "| [2, 5](table_02_05.md) | position, orientation RMSE |" in text  # the summary
+    table1 = (out / "table_01.md").read_text()
+    assert "| teacher, mean of 1 of 1 flights |" in table1 and "| 0.171 |" in table1
 
 
 def test_a_second_call_resumes_and_other_options_are_refused(quick_reproduction):
