@@ -4,7 +4,7 @@ PYTHON_BASE ?= /usr/bin/python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-EXTRAS ?= dev,all,cluster
+EXTRAS ?= dev,all,cluster,compare
 
 SHELL := /bin/bash
 
