@@ -231,8 +231,88 @@ def fly(reproduction: Reproduction, exp: Experiment, run: Run) -> dict[str, Any]
     """Fly ``run`` (and, for a sequence, each goal from the pose the last one reached)."""
     if run.sequence:
         return _fly_sequence(reproduction, run)
-    result = _fly_once(reproduction, run, run.reference.build())
-    return result
+    if run.backend == "world":
+        from backends.ros1 import ros_available
+
+        ok, why = ros_available()
+        if ok:
+            return _fly_world(reproduction, exp, run)
+        return {**_fly_once(reproduction, run, run.reference.build()), "backend": f"embedded ({why})"}
+    return {**_fly_once(reproduction, run, run.reference.build()), "backend": "embedded"}
+
+
+WORLD_FLIGHT_TIMEOUT_S = 600.0
+
+
+def _flight_under(example: str, reference) -> str:
+    """The example flight file moved so that the load rests below the start of ``reference``:
+    the load's start and the quadrotors' slots shifted by the same horizontal distance."""
+    import re
+
+    p0, _ = reference.start_pose()
+    found = re.search(r"^start = \[([^\]]*)\]", example, flags=re.M)
+    if found is None:
+        raise UsageError("the example flight file has no [load] start line to move")
+    x, y, _z = (float(v) for v in found.group(1).split(","))
+    dx, dy = float(p0[0]) - x, float(p0[1]) - y
+
+    def shifted(match: re.Match) -> str:
+        a, b, c = (float(v) for v in match.group(2).split(","))
+        return f"{match.group(1)}[{a + dx:.4f}, {b + dy:.4f}, {c}]"
+
+    return re.sub(r"^((?:start|slot) = )\[([^\]]*)\]", shifted, example, flags=re.M)
+
+
+def _fly_world(reproduction: Reproduction, exp: Experiment, run: Run) -> dict[str, Any]:
+    """``run`` as a flight: ``cableload fly`` of the example flight file against a fresh
+    ``cableload world --hardware`` on a private ROS graph, ground to ground, the scripted
+    operator (wall clock)."""
+    from importlib import resources
+
+    from backends.ros_graph import RosGraph, last_json
+
+    folder = reproduction.work / "world" / exp.key / run.key
+    folder.mkdir(parents=True, exist_ok=True)
+    flights = resources.files("hw") / "flights"
+    with (
+        resources.as_file(flights / "example.toml") as example,
+        resources.as_file(flights / "operator-fly.toml") as operator,
+    ):
+        flight = folder / "flight.toml"
+        _write_text(flight, _flight_under(example.read_text(), run.reference.build()))
+        graph = RosGraph(folder)
+        try:
+            graph.cableload("world", "world", "--hardware", "--flight", str(flight))
+            graph.wait_for(
+                lambda: "/mocap/load/pose" in graph.master_state()["publishers"], 90.0, "the hardware world"
+            )
+            time.sleep(1.0)
+            args = ["fly", str(flight), "--json", "--planner", run.planner, "--duration", f"{run.duration:g}"]
+            args += ["--operator", f"script:{operator}", "--trajectory", run.reference.name]
+            args += ["--orientation", run.reference.orientation]
+            for key, value in run.reference.options.items():
+                args += ["-o", f"{key}={value}"]
+            if run.policy is not None:
+                args += ["--policy", str(reproduction.work / "policies" / run.policy / "policy")]
+            done = graph.run(*args, timeout=WORLD_FLIGHT_TIMEOUT_S)
+        finally:
+            graph.stop()
+    try:
+        m = last_json(done.stdout)
+    except ValueError:
+        raise UsageError(f"the flight of {run.key} printed no result: {done.stderr[-2000:]}") from None
+    return {
+        "status": m["status"],
+        "stopped_at_s": None if m["status"] == "completed" else m.get("sim_time_s"),
+        "rmse_position_m": m["rmse_position_m"],
+        "rmse_orientation_deg": m["rmse_orientation_deg"],
+        "min_uav_distance_m": m["min_uav_distance_m"],
+        "message": m.get("message", ""),
+        "reference": run.reference.as_dict(),
+        "duration_s": run.duration,
+        "backend": "world (cableload fly against cableload world --hardware)",
+        "safety_events": m.get("safety_events", []),
+    }
 
 
 def _config(reproduction: Reproduction, run: Run):
@@ -451,6 +531,8 @@ def table_rows(
                 row["position ratio"] = _ratio(pos, _value(paper, "position"))
                 row["orientation ratio"] = _ratio(ori, _value(paper, "orientation"))
             row["min distance (m)"] = result.get("min_uav_distance_m")
+        if "backend" in result and run.backend != "embedded":
+            row["backend"] = result["backend"]
         row["status"] = _status(result)
         del table
         rows.append(row)

@@ -8,6 +8,7 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from cableload_sim.reproduce.paper import paper_table, paper_timings
 from cableload_sim.reproduce.runner import reproduce
 
 PAPER = CONDITIONS["paper"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _trainings(exp) -> dict:
@@ -170,3 +172,25 @@ def test_a_second_call_resumes_and_other_options_are_refused(quick_reproduction)
     assert {p: p.stat().st_mtime_ns for p in flown} == before  # nothing flown again
     with pytest.raises(OutputExistsError, match="expected .*'quick': False"):
         reproduce(["2"], out=out, quick=False, progress=False)
+
+
+def test_a_flight_of_table_1_rests_the_load_below_its_eight():
+    import tomllib
+
+    from cableload_sim.reproduce.runner import _flight_under
+    from hw.flight import parse_flight
+
+    example = ROOT / "hw" / "flights" / "example.toml"
+    run = next(r for r in tables.experiment("1", False, PAPER).runs if r.planner == "student")
+    assert run.backend == "world" and run.policy == "eight-2.2x2"
+    reference = run.reference.build()
+    moved = _flight_under(example.read_text(), reference)
+    before, after = tomllib.loads(example.read_text()), tomllib.loads(moved)
+    p0, _ = reference.start_pose()
+    assert after["load"]["start"][:2] == pytest.approx(p0[:2], abs=1e-4)
+    shift = [after["load"]["start"][k] - before["load"]["start"][k] for k in range(3)]
+    for old, new in zip(before["quad"], after["quad"], strict=True):
+        assert [n - o for n, o in zip(new["slot"], old["slot"], strict=True)] == pytest.approx(
+            shift, abs=1e-4
+        )
+    parse_flight(after, example)  # still a valid flight file
