@@ -271,7 +271,7 @@ def _fly_world(reproduction: Reproduction, exp: Experiment, run: Run) -> dict[st
 
     from backends.ros_graph import RosGraph, last_json
 
-    folder = reproduction.work / "world" / exp.key / run.key
+    folder = (reproduction.work / "world" / exp.key / run.key).resolve()  # the processes run in it
     folder.mkdir(parents=True, exist_ok=True)
     flights = resources.files("hw") / "flights"
     with (
@@ -293,7 +293,7 @@ def _fly_world(reproduction: Reproduction, exp: Experiment, run: Run) -> dict[st
             for key, value in run.reference.options.items():
                 args += ["-o", f"{key}={value}"]
             if run.policy is not None:
-                args += ["--policy", str(reproduction.work / "policies" / run.policy / "policy")]
+                args += ["--policy", str((reproduction.work / "policies" / run.policy / "policy").resolve())]
             done = graph.run(*args, timeout=WORLD_FLIGHT_TIMEOUT_S)
         finally:
             graph.stop()
@@ -750,9 +750,10 @@ SUMMARY_MEASURES = {
 """What the README's results table compares for each kind of experiment, and from which columns."""
 
 
-def results_summary(folder: str | Path) -> str:
+def results_summary(folder: str | Path, link_prefix: str = "") -> str:
     """A Markdown table of a reproduction folder: per table, the median over its rows of ours /
-    the paper's, for the teacher's rows and the students' (the README's results table)."""
+    the paper's, for the teacher's rows and the students' (the README's results table), each
+    table linking to its page (``link_prefix`` before the file name)."""
     folder = Path(folder)
     lines = [
         "| table | compared | teacher (ours / paper, median) | student (ours / paper, median) |",
@@ -772,5 +773,5 @@ def results_summary(folder: str | Path) -> str:
             values = [[float(r[c]) for r in mine if r.get(c)] for c in columns]
             cells.append(", ".join(f"{np.median(v):.2g}" for v in values) if all(values) else "-")
         tables = ", ".join(map(str, exp.tables))
-        lines.append(f"| [{tables}]({exp.key}.md) | {words} | {cells[0]} | {cells[1]} |")
+        lines.append(f"| [{tables}]({link_prefix}{exp.key}.md) | {words} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"
