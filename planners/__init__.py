@@ -34,6 +34,7 @@ _REGISTRY = MappingProxyType(
             {"tilt": True, "wrench": True, "follow": True},
         ),
         "teacher": ("planners.teacher:TeacherPlanner", {}),
+        "teacher-ekf": ("planners.load_estimate:teacher_on_estimate", {}),
         "student": ("learners.export:student_planner", {}),
         "student-prior": ("learners.export:student_planner", {"network": False}),
     }

@@ -1029,8 +1029,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--planner",
         default="formation",
-        help="formation, formation-tilt, formation-wrench, formation-follow, teacher or "
-        "student; several, comma-separated, side by side; `nodes` (with "
+        help="formation, formation-tilt, formation-wrench, formation-follow, teacher, "
+        "teacher-ekf (the teacher seeing the load only through the quadrotors), student or "
+        "student-prior; several, comma-separated, side by side; `nodes` (with "
         "--backend gazebo): the planners run as `cableload node` processes",
     )
     p.add_argument(

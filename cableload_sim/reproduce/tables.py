@@ -446,17 +446,22 @@ def table_8(quick: bool, system: tuple[str, ...]) -> Experiment:
             "duration": 11.0,
         },
     )
+    setters = (
+        ("teacher", "teacher (load from motion capture)", "teacher"),
+        ("teacher-ekf", "teacher (load estimated from the quadrotors, as the paper's EKF)", "teacher"),
+        ("student", "student", "student"),
+    )
     runs = [
         Run(
             f"{planner}-move",
-            f"{planner}, set point",
+            f"{label}, set point",
             planner,
             move,
             _length(quick, POSE_S),
             policy=train.name if planner == "student" else None,
-            paper={"table": 8, "planner": planner},
+            paper={"table": 8, "planner": paper_planner},
         )
-        for planner in ("teacher", "student")
+        for planner, label, paper_planner in setters
     ]
     goals = paper_table(9).rows[: 2 if quick else None]
     runs.append(
