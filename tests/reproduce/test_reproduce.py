@@ -130,15 +130,10 @@ def test_unknown_tables_and_conditions_are_refused(tmp_path):
     assert out.returncode != 0 and "unknown table '12'" in out.stderr
 
 
-@pytest.fixture(scope="module")
-def quick_reproduction(tmp_path_factory):
-    out = tmp_path_factory.mktemp("reproduce") / "quick"
+def test_quick_reproduction_writes_every_table_then_resumes(tmp_path):
+    """One test, so that the quick run (most of a minute) is made once whatever the workers."""
+    out = tmp_path / "quick"
     index = reproduce(None, out=out, quick=True, progress=False)
-    return out, index
-
-
-def test_quick_reproduction_writes_every_table_beside_the_papers(quick_reproduction):
-    out, index = quick_reproduction
     text = index.read_text()
     for name in tables.experiment_names():
         exp = tables.experiment(name, True, PAPER)
@@ -162,9 +157,7 @@ def test_quick_reproduction_writes_every_table_beside_the_papers(quick_reproduct
     table1 = (out / "table_01.md").read_text()
     assert "| teacher, mean of 1 of 1 flights |" in table1 and "| 0.171 |" in table1
 
-
-def test_a_second_call_resumes_and_other_options_are_refused(quick_reproduction):
-    out, _ = quick_reproduction
+    # a second call resumes: nothing flown again; other options are refused
     flown = sorted((out / "work" / "runs").rglob("*.json"))
     assert flown
     before = {p: p.stat().st_mtime_ns for p in flown}
