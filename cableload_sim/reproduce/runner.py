@@ -346,6 +346,17 @@ def _planner(reproduction: Reproduction, run: Run, config):
     return make_planner(run.planner, config, **options)
 
 
+def reproduction_safety():
+    """The safety module of the reproduction's flights: the project's, stopping a run whose
+    quadrotors come within the paper's 0.4 m, with the rules on measured speed and acceleration
+    (a flight's: 8 m/s, 25 m/s^2) opened up, since the paper's simulations had none."""
+    from hw.safety import SafetyLimits, SafetyModule
+
+    return SafetyModule(
+        SafetyLimits(min_distance_m=STOP_SEPARATION_M, max_speed_mps=50.0, max_acceleration_mps2=200.0)
+    )
+
+
 SHIPPED = "shipped:"
 """A run's policy named ``shipped:NAME`` is the project's ``learners/policies/NAME``."""
 
@@ -375,6 +386,7 @@ def _fly_once(reproduction: Reproduction, run: Run, reference, start=None) -> di
         Scenario(load_p=p0, load_q=q0, seed=run.seed),
         collision_distance=STOP_SEPARATION_M,
         keep_samples=True,
+        safety=reproduction_safety(),
     )
     m = result.metrics
     out: dict[str, Any] = {
