@@ -680,7 +680,7 @@ def table_markdown(exp: Experiment, rows: list[dict[str, Any]], reproduction: Re
         lines += [exp.note, ""]
     lines.append(
         f"Conditions `{reproduction.conditions}`{', quick (shortened) runs' if reproduction.quick else ''}; "
-        "ratios are ours / the paper's."
+        + ("ratios are to the teacher." if exp.kind == "ablation" else "ratios are ours / the paper's.")
     )
     lines.append("")
     for t in exp.trainings:
