@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import fcntl
 import io
 import json
 import math
@@ -120,9 +121,13 @@ class Reproduction:
 
         run_dir = self.work / "policies" / training.name
         policy = run_dir / "policy"
-        if not _trained(run_dir, training):
-            config = train_config_from_dict(training.config, f"reproduction policy {training.name}")
-            train(config, run_dir, resume=(run_dir / "config.json").exists(), progress=self.progress)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        # one training per policy at a time: another reproduction of the same folder waits for it
+        with open(run_dir.parent / f".{training.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not _trained(run_dir, training):
+                config = train_config_from_dict(training.config, f"reproduction policy {training.name}")
+                train(config, run_dir, resume=(run_dir / "config.json").exists(), progress=self.progress)
         return policy
 
     def flown(self, exp: Experiment, run: Run) -> dict[str, Any]:
