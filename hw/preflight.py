@@ -19,6 +19,9 @@ import numpy as np
 
 from hw.flight import FlightFile
 
+CONNECT_TIMEOUT_S = 3.0
+"""How long preflight waits for its subscriptions to connect before it starts listening (s)."""
+
 
 @dataclass(frozen=True)
 class Check:
@@ -214,6 +217,16 @@ def listen(flight: FlightFile, seconds: float) -> Heard:
         )
     for body in [q.body for q in flight.quads] + [flight.load.body]:
         subscribers.append(rospy.Subscriber(flight.mocap(body), m.PoseStamped, on_pose(body), queue_size=200))
+    # A subscription takes a moment to connect to its publisher: the window opens once every
+    # topic that has a publisher is connected, so that a late connection is not read as a slow
+    # rate. A topic that stays unconnected is heard from the same window (and fails its check).
+    deadline = time.time() + CONNECT_TIMEOUT_S
+    while time.time() < deadline and not all(sub.get_num_connections() > 0 for sub in subscribers):
+        time.sleep(0.05)
+    started = time.time()
+    heard.state_stamps = defaultdict(list)
+    heard.state_offsets = defaultdict(list)
+    heard.mocap_stamps = defaultdict(list)
     time.sleep(seconds)
     for sub in subscribers:
         sub.unregister()
