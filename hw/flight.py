@@ -156,9 +156,14 @@ class FlightFile:
         """The pose topic of a motion-capture body."""
         return self.mocap_topic.format(body=body)
 
-    def config_path(self) -> Path | None:
+    def config_path(self) -> Path | str | None:
+        """The flight's system config: a file (relative to the flight file) or a shipped name."""
+        from cableload_sim.params.config import shipped_config_name
+
         if not self.config:
             return None
+        if shipped_config_name(self.config) is not None:
+            return self.config
         config = Path(self.config)
         if not config.is_absolute() and self.path is not None:
             config = self.path.parent / config

@@ -1,7 +1,8 @@
 """Training configuration of the student (TOML): network sizes, DAgger schedule, optimizer.
 
 ```toml
-system_config = "paper"           # or a path to a system TOML (relative to this file)
+system_config = "paper"           # a shipped system config (paper, paper-conditions) or a TOML file
+                                  # (relative to this file)
 [network]                         # learners.network.NetworkConfig
 [dagger]                          # DaggerConfig
 [training]                        # TrainingConfig
@@ -17,6 +18,7 @@ from pathlib import Path
 from cableload_sim import checks
 from cableload_sim.errors import ConfigError, UsageError
 from cableload_sim.horizon import N_NODES
+from cableload_sim.params.config import SHIPPED_CONFIGS
 from learners.distribution import ReferenceDistribution, distribution_from_table
 from learners.network import NetworkConfig
 
@@ -388,6 +390,6 @@ def load_train_config(path: str | Path) -> TrainConfig:
     path = Path(path)
     data = checks.read_toml(path, "training config")
     config = train_config_from_dict(data, str(path))
-    if config.system_config != "paper" and not Path(config.system_config).is_absolute():
+    if config.system_config not in SHIPPED_CONFIGS and not Path(config.system_config).is_absolute():
         config = dataclasses.replace(config, system_config=str(path.parent / config.system_config))
     return config

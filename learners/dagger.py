@@ -33,12 +33,13 @@ from torch import nn
 
 from cableload_sim.errors import CableloadError, OutputExistsError, ResourceError, UsageError
 from cableload_sim.horizon import N_NODES, node_offsets
+from cableload_sim.io.files import atomic_write_bytes
 from cableload_sim.io.resources import available_memory, gigabytes
 from learners.config import TrainConfig, check_references_flyable, trajectory_specs, validate
 from learners.distribution import ReferenceSpec
 from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
 from learners.network import StudentNet
-from learners.store import RunStore, Samples, atomic_write_bytes
+from learners.store import RunStore, Samples
 from planners.student import (
     EGO_FEATURES,
     LOAD_FEATURES,
@@ -168,9 +169,7 @@ def _system_config(path: str, uavs: int | None = None, overrides: tuple[str, ...
 
     key = ("system", path, uavs, tuple(overrides))
     if key not in _WORKER_CACHE:
-        _WORKER_CACHE[key] = load_config(
-            None if path == "paper" else path, uavs=uavs, overrides=tuple(overrides)
-        )
+        _WORKER_CACHE[key] = load_config(path, uavs=uavs, overrides=tuple(overrides))
     return _WORKER_CACHE[key]
 
 

@@ -29,8 +29,8 @@ import torch
 
 from cableload_sim.errors import FileContentError, InputMissingError, UsageError
 from cableload_sim.horizon import N_NODES
+from cableload_sim.io.files import atomic_write_bytes
 from learners.network import NetworkConfig, StudentNet
-from learners.store import atomic_write_bytes
 from planners.student import (
     EGO_FEATURES,
     LOAD_FEATURES,

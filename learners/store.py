@@ -29,13 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from cableload_sim.errors import FileContentError, InputMissingError
-from cableload_sim.io.files import atomic_write_bytes
+from cableload_sim.io.files import atomic_write_json
 
 SAMPLE_ARRAYS = ("ego", "load", "ref", "prior", "target", "t", "quad", "episode")
-
-
-def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_bytes(path, json.dumps(obj, indent=1, default=float).encode())
 
 
 class RunStore:

@@ -163,7 +163,7 @@ def test_the_quick_start_runs(tmp_path):
         assert "Traceback" not in done.stderr, (line, done.stderr[-2000:])
 
 
-NUMBERED = re.compile(r"\b(sessions? \d+|issues? #?\d+|work periods? \d+)", re.I)
+NUMBERED = re.compile(r"\b(sessions?[ -]\d+|issues? #?\d+|work periods? \d+)", re.I)
 
 
 def test_no_file_speaks_of_numbered_work_periods_or_issues():

@@ -475,6 +475,12 @@ def _train_config_with(path, config, overrides):
     return changed
 
 
+CONFIG_HELP = (
+    "TOML configuration: a file, or a shipped one by name (paper: the paper's setup, the default; "
+    "paper-conditions: that setup with motion capture, onboard estimators, Wi-Fi plans and the "
+    "rotor headroom of the paper's simulations)"
+)
+
 HARDWARE_OVERRIDES = ("ground.enabled=true", "battery.enabled=true", "link.enabled=true")
 """What ``world --hardware`` always simulates: the floor, the batteries, the Wi-Fi."""
 
@@ -879,7 +885,7 @@ def cmd_gazebo_world(args) -> int:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random process")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -1020,7 +1026,7 @@ def build_parser() -> argparse.ArgumentParser:
         "to draw (--sample; default 20)",
     )
     _add_reference_options(p)
-    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_trajectories)
@@ -1151,7 +1157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--physics-dt", type=float, default=None, help="sim: physics step (s)")
     p.add_argument("--duration", type=float, default=20.0, help="teacher: closed-loop seconds")
     p.add_argument("--trajectory", default="eight-medium", help="teacher: load reference")
-    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--uavs", default=None, help="number(s) of quadrotors, e.g. 3,4,5,6")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench)
@@ -1178,7 +1184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("gazebo-world", help="write an SDF world of the system for Gazebo + RotorS")
-    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument("-o", "--out", required=True, metavar="WORLD.world", help="world file to write")
     p.add_argument(
@@ -1218,7 +1224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "world", help="the simulator as a ROS1 world (what Gazebo + RotorS + the Agilicious pilot speak)"
     )
-    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     p.add_argument(
         "--real-time-factor",
@@ -1342,7 +1348,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the quadrotor this node plans for (0-based; decentralized planners)",
     )
-    p.add_argument("--config", default=None, help="TOML configuration (default: the paper's)")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--uavs", type=int, default=None, help="number of quadrotors (default: config)")
     _add_policy(p)
     _add_pilot_queue(p)

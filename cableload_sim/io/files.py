@@ -28,3 +28,21 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def json_default(value):
+    """The JSON form of what ``json`` does not write itself: numpy scalars and arrays."""
+    import numpy as np
+
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
+
+
+def atomic_write_json(path: str | Path, obj) -> None:
+    """``obj`` as indented JSON, written atomically (numpy values as plain numbers)."""
+    import json
+
+    atomic_write_bytes(path, (json.dumps(obj, indent=1, default=json_default) + "\n").encode())

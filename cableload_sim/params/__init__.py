@@ -57,9 +57,12 @@ from cableload_sim.params.battery import (
 )
 from cableload_sim.params.config import (
     PAPER_CONFIG,
+    SHIPPED_CONFIGS,
     Config,
     config_from_dict,
     load_config,
+    read_config_document,
+    shipped_config_name,
 )
 from cableload_sim.params.control import (
     MIN_PHYSICS_DT_S,
@@ -128,6 +131,7 @@ __all__ = [
     "MismatchParams",
     "Override",
     "PAPER_CONFIG",
+    "SHIPPED_CONFIGS",
     "QuadrotorParams",
     "RotorParams",
     "SNAP_MODELS",
@@ -141,6 +145,8 @@ __all__ = [
     "build_with_overrides",
     "config_from_dict",
     "load_config",
+    "read_config_document",
+    "shipped_config_name",
     "polygon_attachments",
     "read_text",
     "read_toml",

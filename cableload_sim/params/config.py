@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from cableload_sim import checks
+from cableload_sim.errors import ConfigError
 from cableload_sim.params.air import AeroParams, WindParams, _aero, _wind
 from cableload_sim.params.ball import BallParams, _ball
 from cableload_sim.params.battery import BatteryParams, _battery
@@ -127,25 +128,76 @@ def config_from_dict(data: dict, source: str = "config") -> Config:
 
 PAPER_CONFIG = "paper.toml"
 
+SHIPPED_CONFIGS = {
+    "paper": "the paper's setup (the default)",
+    "paper-conditions": "the paper's setup as its simulations observed, estimated and commanded it",
+}
+"""The configurations shipped in ``cableload_sim/configs``, which ``--config`` takes by name."""
+
+
+def shipped_config_name(path: str | Path) -> str | None:
+    """The shipped configuration ``path`` names (``paper``, ``paper-conditions.toml``...), when it
+    is not a file of that name."""
+    name = str(path).removesuffix(".toml")
+    return name if name in SHIPPED_CONFIGS and not Path(path).is_file() else None
+
+
+def _merged(base: dict, changes: dict) -> dict:
+    """``base`` with ``changes`` laid over it, table by table."""
+    out = dict(base)
+    for key, value in changes.items():
+        both_tables = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = _merged(out[key], value) if both_tables else value
+    return out
+
+
+def read_config_document(path: str | Path | None, _chain: tuple[str, ...] = ()) -> tuple[dict, str]:
+    """The parsed TOML document of a configuration and the name its errors use: a file, or a
+    shipped configuration by name (``None``: the paper's). A document with ``extends = "NAME"``
+    (a shipped configuration, or a file relative to it) is that one with its own tables laid
+    over it."""
+    shipped = "paper" if path is None else shipped_config_name(path)
+    if shipped is not None:
+        source = identity = f"{shipped}.toml"
+        data = tomllib.loads(resources.files("cableload_sim.configs").joinpath(source).read_text())
+        folder = None
+    else:
+        path = Path(str(path))
+        if not path.is_file() and "/" not in str(path) and not path.suffix:
+            raise ConfigError(
+                f"config {str(path)!r}: expected a TOML file or one of the shipped configurations "
+                f"({', '.join(SHIPPED_CONFIGS)})"
+            )
+        source, identity = str(path), str(path.resolve())
+        data = checks.read_toml(path, "config file")
+        folder = path.parent
+    base = data.pop("extends", None)
+    if base is None:
+        return data, source
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{source}:extends: expected the name or path of a configuration, got {base!r}")
+    if shipped_config_name(base) is None and folder is not None and not Path(base).is_absolute():
+        base = str(folder / base)
+    if identity in _chain:
+        raise ConfigError(
+            f"{source}:extends: {base!r} leads back to {source} (a configuration extends itself)"
+        )
+    base_data, _ = read_config_document(base, (*_chain, identity))
+    return _merged(base_data, data), source
+
 
 def load_config(
     path: str | Path | None = None, uavs: int | None = None, overrides: Sequence[str] = ()
 ) -> Config:
-    """Read a TOML configuration (the paper's setup when ``path`` is None).
+    """Read a TOML configuration: a file, a shipped configuration by name (``SHIPPED_CONFIGS``),
+    or the paper's setup when ``path`` is None.
 
     ``overrides`` (``table.key=value``, as ``--set`` takes them) replace values of the parsed
     document before it is validated as the file is. ``uavs`` replaces the number of
     quadrotors, placing the attachment points on a regular polygon of the configured mean
     radius.
     """
-    if path is None:
-        text = resources.files("cableload_sim.configs").joinpath(PAPER_CONFIG).read_text()
-        source = PAPER_CONFIG
-        data = tomllib.loads(text)
-    else:
-        path = Path(path)
-        source = str(path)
-        data = checks.read_toml(path, "config file")
+    data, source = read_config_document(path)
     config = build_with_overrides(data, overrides, lambda d: config_from_dict(d, source))
     if uavs is not None:
         config = config.with_uavs(uavs)

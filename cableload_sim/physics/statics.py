@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cableload_sim.params import AeroParams, SystemParams
+from cableload_sim.physics.world import WorldState
 from cableload_sim.rotations import matrix_to_quat, quat_exp, quat_to_matrix
 
 
@@ -113,6 +114,25 @@ class HoverState:
     rotor_speeds: np.ndarray  # (n, 4) rad/s
     tensions: np.ndarray  # (n,) N
     thrusts: np.ndarray  # (n, 3) world thrust vectors, N
+    cable_dirs: np.ndarray  # (n, 3) unit vectors from each attachment point up to its quadrotor
+
+    def world_state(self, t: float = 0.0) -> WorldState:
+        """The planners' view of this equilibrium at time ``t``: every body at rest."""
+        n = len(self.uav_p)
+        return WorldState(
+            t=t,
+            load_p=self.load_p.copy(),
+            load_q=self.load_q.copy(),
+            load_v=np.zeros(3),
+            load_omega=np.zeros(3),
+            uav_p=self.uav_p.copy(),
+            uav_q=self.uav_q.copy(),
+            uav_v=np.zeros((n, 3)),
+            uav_omega=np.zeros((n, 3)),
+            rotor_speeds=self.rotor_speeds.copy(),
+            cable_tension=self.tensions.copy(),
+            cable_dir=self.cable_dirs.copy(),
+        )
 
 
 def hover_state(
@@ -139,8 +159,9 @@ def hover_state(
     uav_q = np.empty((n, 4))
     rotors = np.empty((n, 4))
     thrusts = np.empty((n, 3))
+    dirs = np.empty((n, 3))
     for i, (quad, cable) in enumerate(zip(system.quadrotors, system.cables)):
-        u = R_L @ geometry.directions[i]
+        u = dirs[i] = R_L @ geometry.directions[i]
         t = geometry.tensions[i]
         load_end = load_p + R_L @ np.asarray(system.load.attachments[i])
         quad_end = load_end + (cable.length + t / cable.stiffness) * u
@@ -157,7 +178,7 @@ def hover_state(
             raise ValueError(f"quadrotor {i} cannot hover here: rotor thrusts {forces} N")
         rotors[i] = np.sqrt(forces / quad.rotor.thrust_coeff)
         thrusts[i] = thrust
-    return HoverState(load_p, load_q, uav_p, uav_q, rotors, geometry.tensions.copy(), thrusts)
+    return HoverState(load_p, load_q, uav_p, uav_q, rotors, geometry.tensions.copy(), thrusts, dirs)
 
 
 def rotor_drag_at_hover(system: SystemParams, aero: AeroParams) -> np.ndarray:

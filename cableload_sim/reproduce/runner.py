@@ -12,6 +12,7 @@ what was run, and a mismatch is refused.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import fcntl
 import io
@@ -19,6 +20,7 @@ import json
 import math
 import os
 import platform
+import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,11 +29,20 @@ from typing import Any
 import numpy as np
 
 from cableload_sim.errors import OutputExistsError, UsageError
-from cableload_sim.io.files import atomic_write_bytes
+from cableload_sim.io.files import atomic_write_bytes, atomic_write_json
 
-from .conditions import ASSUMPTIONS, condition_overrides
+from .conditions import condition_config, condition_settings
 from .paper import Mark, PaperTable, paper_table
-from .tables import STOP_SEPARATION_M, Experiment, Run, Training, experiment, experiment_names
+from .tables import (
+    SAME_VALUES,
+    STOP_SEPARATION_M,
+    Experiment,
+    Run,
+    Training,
+    experiment,
+    experiment_names,
+    page_names,
+)
 
 RUN_FILE = "reproduction.json"
 """What the output folder was made with (quick, conditions): a resume must match it."""
@@ -39,18 +50,6 @@ RUN_FILE = "reproduction.json"
 
 def _write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
-
-
-def _write_json(path: Path, data: Any) -> None:
-    _write_text(path, json.dumps(data, indent=1, default=_json_default) + "\n")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
 
 
 class Reproduction:
@@ -62,7 +61,7 @@ class Reproduction:
         self.out = Path(out)
         self.quick = quick
         self.conditions = conditions
-        self.system = condition_overrides(conditions)
+        self.system = condition_config(conditions)
         self.progress = progress
         self.work = self.out / "work"
         self._check_out()
@@ -82,7 +81,7 @@ class Reproduction:
                 f"{self.out} exists and is not a reproduction's folder; give an empty or new --out"
             )
         else:
-            _write_json(path, {**stamp, "started": _now()})
+            atomic_write_json(path, {**stamp, "started": _now()})
 
     # -- the experiments ------------------------------------------------------------------------
 
@@ -112,7 +111,7 @@ class Reproduction:
         stamp = json.loads(path.read_text())
         spent = stamp.setdefault("seconds", {})
         spent[key] = spent.get(key, 0.0) + seconds
-        _write_json(path, stamp)
+        atomic_write_json(path, stamp)
 
     def policy(self, training: Training) -> Path:
         """The policy of ``training``, trained (or its training resumed) when not done."""
@@ -130,28 +129,39 @@ class Reproduction:
                 train(config, run_dir, resume=(run_dir / "config.json").exists(), progress=self.progress)
         return policy
 
+    def training_minutes(self) -> float:
+        """Minutes of collection, training and validation of every policy trained in this folder."""
+        total = 0.0
+        for summary in (self.work / "policies").glob("*/summary.json"):
+            rows = json.loads(summary.read_text())
+            total += sum(r.get(k, 0.0) for r in rows for k in ("collect_s", "train_s", "eval_wall_s"))
+        return total / 60.0
+
     def flown(self, exp: Experiment, run: Run) -> dict[str, Any]:
         """The figures of ``run``: flown now, or read from its file when an earlier call did."""
         path = self.work / "runs" / exp.key / f"{run.key}.json"
         if path.exists():
             return json.loads(path.read_text())
         result = {"key": run.key, "label": run.label, "planner": run.planner, **fly(self, exp, run)}
-        _write_json(path, result)
+        atomic_write_json(path, result)
         return result
 
     # -- the pages -------------------------------------------------------------------------------
 
     def write_table(self, exp: Experiment, results: list[dict[str, Any]]) -> None:
-        rows = _same_columns(table_rows(exp, results, self))
-        name = exp.key
-        header = list(rows[0]) if rows else []
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(rows)
-        _write_text(self.out / f"{name}.csv", text.getvalue())
-        _write_text(self.out / f"{name}.md", table_markdown(exp, rows, self))
-        plot_table(exp, rows, self.out / f"{name}.png")
+        """Per table of ``exp``, its rows as a CSV file, a Markdown page and a figure
+        (``table-02.csv``, ``table-02.md``, ``table-02.png``; ``ablation.*``)."""
+        rows = table_rows(exp, results, self)
+        for number, name in zip(exp.tables or (None,), page_names(exp), strict=True):
+            mine = _same_columns(_rows_of(rows, number, exp))
+            header = list(mine[0]) if mine else []
+            text = io.StringIO()
+            writer = csv.DictWriter(text, fieldnames=header)
+            writer.writeheader()
+            writer.writerows(mine)
+            _write_text(self.out / f"{name}.csv", text.getvalue())
+            _write_text(self.out / f"{name}.md", table_markdown(exp, mine, self, number))
+            plot_table(exp, mine, self.out / f"{name}.png")
 
     def write_index(self) -> Path:
         """The index page: when, where, how, each experiment's page, the summary, the conditions."""
@@ -165,23 +175,44 @@ class Reproduction:
             f"- Command: `cableload reproduce{' --quick' if self.quick else ''} "
             f"--conditions {self.conditions} --out {self.out}`",
             f"- Wall time, every call on this folder together: {sum(spent.values()) / 60:.1f} min"
-            + (" (only for the tables with a time below)." if spent else " (not recorded)."),
+            + (" (only for the tables with a time below)." if spent else " (not recorded).")
+            + f" The policies' DAgger runs took {self.training_minutes():.0f} min of it or before it"
+            " (collection, training and validation, by their records).",
             "",
             "| table | what | file | wall time (min) |",
             "|---|---|---|---|",
         ]
         for name in experiment_names():
             exp = experiment(name, self.quick, self.system)
-            page = self.out / f"{exp.key}.md"
             tables = ", ".join(map(str, exp.tables)) or "ablation"
-            where = f"[{page.name}]({page.name})" if page.exists() else "not run in this folder yet"
+            pages = [f"{page}.md" for page in page_names(exp) if (self.out / f"{page}.md").exists()]
+            where = ", ".join(f"[{page}]({page})" for page in pages) or "not run in this folder yet"
             minutes = f"{spent[exp.key] / 60:.1f}" if exp.key in spent else ""
             lines.append(f"| {tables} | {exp.title} | {where} | {minutes} |")
         lines += ["", "## In short", "", results_summary(self.out), "## The conditions", ""]
-        if self.conditions == "paper":
-            lines += [f"- `{a.setting}`: {a.why}" for a in ASSUMPTIONS]
-        else:
-            lines.append("- The default configuration: exact states, plans delivered at once.")
+        lines.append(
+            f"The configuration `{self.system}` (`cableload_sim/configs/{self.system}.toml`, whose "
+            "comments give each value's reason)"
+            + (
+                ": the default configuration, exact states, plans delivered at once."
+                if self.system == "paper"
+                else ", which changes the paper's setup (`paper.toml`) in:"
+            )
+        )
+        lines += ["", *[f"- `{s}`" for s in condition_settings(self.conditions)]]
+        lines += ["", "The policies were trained under:", ""]
+        flown = _flat_config(condition_config(self.conditions), ())
+        for name in sorted(p.name for p in (self.work / "policies").glob("*") if p.is_dir()):
+            stored = self.work / "policies" / name / "config.json"
+            if stored.exists():
+                trained = json.loads(stored.read_text())
+                system = trained.get("system_config", "paper")
+                changes = tuple(trained.get("dagger", {}).get("system_overrides", []))
+                also = f" with `{'`, `'.join(changes)}`" if changes else ""
+                mine = _flat_config(system, changes)
+                differ = [f"{k} {mine[k]!r} (flown {flown[k]!r})" for k in mine if mine[k] != flown.get(k)]
+                note = f"; not the conditions flown: {', '.join(differ)}" if differ else ""
+                lines.append(f"- `{name}`: `{system}`{also}{note}")
         lines += [
             "",
             "The paper's teacher read its EKF's estimate of the load. Table 8 flies the teacher both "
@@ -191,6 +222,27 @@ class Reproduction:
         path = self.out / "index.md"
         _write_text(path, "\n".join(lines) + "\n")
         return path
+
+
+def _flat_config(system: str, overrides: tuple[str, ...]) -> dict[str, Any]:
+    """The system configuration ``system`` with ``overrides``, as ``table.key: value`` (the
+    quadrotors' and cables' entries named once when they are all alike)."""
+    from cableload_sim.params import load_config
+
+    def flat(value: Any, prefix: str) -> dict[str, Any]:
+        if isinstance(value, dict):
+            return {k: v for key, item in value.items() for k, v in flat(item, f"{prefix}{key}.").items()}
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+            if all(v == value[0] for v in value):
+                return flat(value[0], f"{prefix.rstrip('.')}[*].")
+            return {
+                k: v
+                for i, item in enumerate(value)
+                for k, v in flat(item, f"{prefix.rstrip('.')}[{i}].").items()
+            }
+        return {prefix.rstrip("."): value}
+
+    return flat(load_config(system, overrides=overrides).to_dict(), "")
 
 
 def _trained(run_dir: Path, training: Training) -> bool:
@@ -266,8 +318,6 @@ WORLD_FLIGHT_TIMEOUT_S = 600.0
 def _flight_under(example: str, reference) -> str:
     """The example flight file moved so that the load rests below the start of ``reference``:
     the load's start and the quadrotors' slots shifted by the same horizontal distance."""
-    import re
-
     p0, _ = reference.start_pose()
     found = re.search(r"^start = \[([^\]]*)\]", example, flags=re.M)
     if found is None:
@@ -298,7 +348,11 @@ def _fly_world(reproduction: Reproduction, exp: Experiment, run: Run) -> dict[st
         resources.as_file(flights / "operator-fly.toml") as operator,
     ):
         flight = folder / "flight.toml"
-        _write_text(flight, _flight_under(example.read_text(), run.reference.build()))
+        text = _flight_under(example.read_text(), run.reference.build())
+        text = re.sub(r'^config = ""', f'config = "{reproduction.system}"', text, count=1, flags=re.M)
+        if f'config = "{reproduction.system}"' not in text:
+            raise UsageError("the example flight file has no empty config line to name the conditions in")
+        _write_text(flight, text)
         graph = RosGraph(folder)
         try:
             graph.cableload("world", "world", "--hardware", "--flight", str(flight))
@@ -337,7 +391,7 @@ def _fly_world(reproduction: Reproduction, exp: Experiment, run: Run) -> dict[st
 def _config(reproduction: Reproduction, run: Run):
     from cableload_sim.params import load_config
 
-    return load_config(None, overrides=[*reproduction.system, *run.overrides])
+    return load_config(reproduction.system, overrides=run.overrides)
 
 
 def _planner(reproduction: Reproduction, run: Run, config):
@@ -516,7 +570,7 @@ def table_rows(
     for result in results:
         run = runs[result["key"]]
         table, paper = _paper_row(run.paper, exp.tables)
-        row: dict[str, Any] = {"row": result["label"]}
+        row: dict[str, Any] = {"_table": table.number if table is not None else None, "row": result["label"]}
         if exp.kind == "derivative":
             for axis in ("x", "y", "z", "overall"):
                 ours = result.get(f"deriv_mae_{axis}")
@@ -531,6 +585,7 @@ def table_rows(
                 )
                 rows.append(
                     {
+                        "_table": 9,
                         "row": f"goal {step['experiment']}",
                         "position error ours (m)": step["position_error"],
                         "position error paper (m)": _value(paper_step, "position_error"),
@@ -565,7 +620,6 @@ def table_rows(
         if "backend" in result and run.backend != "embedded":
             row["backend"] = result["backend"]
         row["status"] = _status(result)
-        del table
         rows.append(row)
     return rows
 
@@ -575,8 +629,7 @@ def _mean_rows(
 ) -> list[dict[str, Any]]:
     """Each flight without a ratio, then per paper row the mean of its completed flights beside
     the paper's (itself a mean of flights)."""
-    rmse = Experiment(exp.tables, exp.title, exp.trainings, exp.runs)
-    rows = table_rows(rmse, results, reproduction)
+    rows = table_rows(dataclasses.replace(exp, kind="rmse"), results, reproduction)
     for row in rows:
         row["position ratio"] = row["orientation ratio"] = None
     runs = {run.key: run for run in exp.runs}
@@ -660,6 +713,13 @@ def _time_rows(
     return rows
 
 
+def _rows_of(rows: list[dict[str, Any]], number: int | None, exp: Experiment) -> list[dict[str, Any]]:
+    """The rows of table ``number`` (every row of a one-table experiment), without their tag."""
+    wanted = {number, SAME_VALUES.get(number)} if number is not None else set()
+    chosen = rows if len(exp.tables) <= 1 else [r for r in rows if r.get("_table") in wanted]
+    return [{k: v for k, v in r.items() if k != "_table"} for r in chosen]
+
+
 def _same_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every row with every column any row has (empty where it has none), in first-seen order."""
     keys: list[str] = []
@@ -678,9 +738,16 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def table_markdown(exp: Experiment, rows: list[dict[str, Any]], reproduction: Reproduction) -> str:
-    title = ", ".join(f"Table {t}" for t in exp.tables) or "Ablation"
+def table_markdown(
+    exp: Experiment, rows: list[dict[str, Any]], reproduction: Reproduction, number: int | None = None
+) -> str:
+    title = f"Table {number}" if number is not None else "Ablation"
     lines = [f"# {title}: {exp.title}", ""]
+    if len(exp.tables) > 1:
+        pages = zip(exp.tables, page_names(exp), strict=True)
+        others = [f"[Table {t}]({page}.md)" for t, page in pages if t != number]
+        same = f" It holds the same values as Table {SAME_VALUES[number]}." if number in SAME_VALUES else ""
+        lines += [f"One experiment makes this table and {' and '.join(others)}.{same}", ""]
     if exp.note:
         lines += [exp.note, ""]
     lines.append(
@@ -697,7 +764,8 @@ def table_markdown(exp: Experiment, rows: list[dict[str, Any]], reproduction: Re
         lines.append("|" + "---|" * len(header))
         for row in rows:
             lines.append("| " + " | ".join(_cell(row.get(k)) for k in header) + " |")
-    lines += ["", f"![{title}]({exp.key}.png)", ""]
+    page = page_names(exp)[exp.tables.index(number)] if number is not None else "ablation"
+    lines += ["", f"![{title}]({page}.png)", ""]
     return "\n".join(lines)
 
 
@@ -766,7 +834,7 @@ def reproduce(
     returns its index page. Raises ``UsageError`` for an unknown table."""
     names = list(names or [])
     for name in names:
-        experiment(name, quick, ())  # refuse an unknown table before any work
+        experiment(name, quick, "paper")  # refuse an unknown table before any work
     return Reproduction(out, quick=quick, conditions=conditions, progress=progress).run(names or None)
 
 
@@ -777,10 +845,13 @@ SUMMARY_MEASURES = {
     "rmse": ("position, orientation RMSE", ("position ratio", "orientation ratio")),
     "mean": ("position, orientation RMSE (mean of the flights)", ("position ratio", "orientation ratio")),
     "derivative": ("derivative MAE, overall", ("overall ratio",)),
-    "pose": ("set point RMSE and the sequence's end-pose errors", ("position ratio", "orientation ratio")),
+    "pose": ("set point RMSE", ("position ratio", "orientation ratio")),
     "time": ("training time, total", ("total ratio",)),
 }
 """What the README's results table compares for each kind of experiment, and from which columns."""
+
+SUMMARY_WORDS = {8: "set point RMSE", 9: "end-pose errors of the goal sequence"}
+"""What the results table compares for a table whose experiment makes another too."""
 
 
 def results_summary(folder: str | Path, link_prefix: str = "") -> str:
@@ -793,22 +864,26 @@ def results_summary(folder: str | Path, link_prefix: str = "") -> str:
         "|---|---|---|---|",
     ]
     for name in experiment_names():
-        exp = experiment(name, False, ())
-        path = folder / f"{exp.key}.csv"
-        if exp.kind not in SUMMARY_MEASURES or not path.exists():
+        exp = experiment(name, False, "paper")
+        if exp.kind not in SUMMARY_MEASURES:
             continue
-        words, columns = SUMMARY_MEASURES[exp.kind]
-        with open(path, newline="") as fh:
-            rows = list(csv.DictReader(fh))
-        cells = []
-        for who in ("teacher", "student"):
-            mine = [
-                r
-                for r in rows
-                if r["row"].startswith("teacher") == (who == "teacher") and "MLP" not in r["row"]
-            ]  # the MLP decoder is Table 3's baseline, not the student
-            values = [[float(r[c]) for r in mine if r.get(c)] for c in columns]
-            cells.append(", ".join(f"{np.median(v):.2g}" for v in values) if all(values) else "-")
-        tables = ", ".join(map(str, exp.tables))
-        lines.append(f"| [{tables}]({link_prefix}{exp.key}.md) | {words} | {cells[0]} | {cells[1]} |")
+        for number, page in zip(exp.tables, page_names(exp), strict=True):
+            path = folder / f"{page}.csv"
+            if number in SAME_VALUES or not path.exists():
+                continue
+            words, columns = SUMMARY_MEASURES[exp.kind]
+            words = SUMMARY_WORDS.get(number, words)
+            with open(path, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            cells = []
+            for who in ("teacher", "student"):
+                mine = [
+                    r
+                    for r in rows
+                    if r["row"].startswith("teacher") == (who == "teacher") and "MLP" not in r["row"]
+                ]  # the MLP decoder is Table 3's baseline, not the student
+                values = [[float(r[c]) for r in mine if r.get(c)] for c in columns]
+                cells.append(", ".join(f"{np.median(v):.2g}" for v in values) if all(values) else "-")
+            shown = f"{number}" + "".join(f", {t}" for t, same in SAME_VALUES.items() if same == number)
+            lines.append(f"| [{shown}]({link_prefix}{page}.md) | {words} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"

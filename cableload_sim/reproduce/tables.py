@@ -160,16 +160,18 @@ def _training(
     name: str,
     label: str,
     dagger: dict[str, Any],
-    system: tuple[str, ...],
+    system: str,
     *,
     network: dict[str, Any] | None = None,
     references: dict[str, Any] | None = None,
 ) -> Training:
-    """A policy trained with the student's network (``network`` changes it), the conditions'
-    ``system`` overrides and, without named ``dagger.trajectories``, ``references``."""
+    """A policy trained with the student's network (``network`` changes it), on the conditions'
+    system configuration ``system`` (a shipped name) and, without named
+    ``dagger.trajectories``, ``references``."""
     config: dict[str, Any] = {
+        "system_config": system,
         "network": {**NETWORK, **(network or {})},
-        "dagger": {**dagger, "system_overrides": list(system)},
+        "dagger": dict(dagger),
         "training": dict(TRAINING),
     }
     if references is not None:
@@ -190,7 +192,7 @@ def _length(quick: bool, seconds: float) -> float:
     return QUICK_S if quick else seconds
 
 
-def _eight_2x2_training(quick: bool, system: tuple[str, ...], decoder: str = "pinn") -> Training:
+def _eight_2x2_training(quick: bool, system: str, decoder: str = "pinn") -> Training:
     """The paper's Section 4.2 student: the 2.2 x 2 m eight, 20 rounds, wrenches in the last 5
     (``decoder`` ``mlp``: Table 3's baseline, trained the same way)."""
     suffix = "" if decoder == "pinn" else f"-{decoder}"
@@ -204,7 +206,7 @@ def _eight_2x2_training(quick: bool, system: tuple[str, ...], decoder: str = "pi
     )
 
 
-def table_1(quick: bool, system: tuple[str, ...]) -> Experiment:
+def table_1(quick: bool, system: str) -> Experiment:
     """Table 1: teacher and student on the 2.2 x 2 m eight, two flights each (the mean)."""
     train = _eight_2x2_training(quick, system)
     runs = [
@@ -239,7 +241,7 @@ TABLE_2_EIGHTS = ((2.7, 2.7), (2.7, 2.3), (2.0, 2.0), (3.0, 3.0), (3.5, 3.5), (2
 """Table 2's eights (sine, cosine amplitudes, m) in the paper's order; the first two trained."""
 
 
-def _two_eights_training(quick: bool, system: tuple[str, ...], residual: bool = True) -> Training:
+def _two_eights_training(quick: bool, system: str, residual: bool = True) -> Training:
     """Section 6.2's student: the 2.7 x 2.7 and 2.7 x 2.3 eights alternated over 20 rounds,
     wrenches in the last 4 (``residual`` False: the paper's network, planning without a prior)."""
     return _training(
@@ -258,7 +260,7 @@ def _two_eights_training(quick: bool, system: tuple[str, ...], residual: bool = 
     )
 
 
-def table_2(quick: bool, system: tuple[str, ...]) -> Experiment:
+def table_2(quick: bool, system: str) -> Experiment:
     """Tables 2 and 5 (the same values): the two-eights student and the teacher on six eights."""
     train = _two_eights_training(quick, system)
     eights = TABLE_2_EIGHTS[:2] + TABLE_2_EIGHTS[2:3] if quick else TABLE_2_EIGHTS
@@ -284,37 +286,18 @@ def table_2(quick: bool, system: tuple[str, ...]) -> Experiment:
     )
 
 
-def table_3(quick: bool, system: tuple[str, ...]) -> Experiment:
+def table_3(quick: bool, system: str) -> Experiment:
     """Table 3: how far each planner's velocity is from its position's derivative, per axis."""
     pinn = _eight_2x2_training(quick, system)
     mlp = _eight_2x2_training(quick, system, decoder="mlp")
-    runs = (
-        Run(
-            "pinn",
-            "student, PINN decoder",
-            "student",
-            eight(2.2, 2.0),
-            _length(quick, FLIGHT_S),
-            policy=pinn.name,
-            paper={"case": "PINN"},
-        ),
-        Run(
-            "mlp",
-            "student, MLP decoder",
-            "student",
-            eight(2.2, 2.0),
-            _length(quick, FLIGHT_S),
-            policy=mlp.name,
-            paper={"case": "MLP"},
-        ),
-        Run(
-            "teacher",
-            "teacher",
-            "teacher",
-            eight(2.2, 2.0),
-            _length(quick, FLIGHT_S),
-            paper={"case": "Teacher"},
-        ),
+    flown = (
+        ("pinn", "student, PINN decoder", "student", pinn.name, "PINN"),
+        ("mlp", "student, MLP decoder", "student", mlp.name, "MLP"),
+        ("teacher", "teacher", "teacher", None, "Teacher"),
+    )
+    runs = tuple(
+        Run(key, label, planner, eight(2.2, 2.0), _length(quick, FLIGHT_S), policy, paper={"case": case})
+        for key, label, planner, policy, case in flown
     )
     return Experiment(
         (3,),
@@ -344,9 +327,7 @@ SP_POLICIES = (
 """Section 6.3's three students: name, the paper's label, orientation modes drawn, rounds."""
 
 
-def _sp_training(
-    quick: bool, system: tuple[str, ...], name: str, label: str, orientations, rounds: int
-) -> Training:
+def _sp_training(quick: bool, system: str, name: str, label: str, orientations, rounds: int) -> Training:
     """A student of Section 6.3: eights, circles and squares of varied sizes drawn each round,
     their height oscillating with a random amplitude and frequency."""
     references = {
@@ -367,7 +348,7 @@ def _sp_training(
     )
 
 
-def table_6(quick: bool, system: tuple[str, ...]) -> Experiment:
+def table_6(quick: bool, system: str) -> Experiment:
     """Tables 6, 7 and 4: the three students of Section 6.3 on the six path and orientation pairs,
     and SP (Both) on Zandvoort in both orientation modes."""
     trainings = tuple(_sp_training(quick, system, *spec) for spec in SP_POLICIES)
@@ -414,7 +395,7 @@ POSE_SEQUENCE_START = (2.5465, 0.0034, 0.4888, 0.7105, 1.1803, 0.3724)
 """Table 9's first start pose (x, y, z m; roll, pitch, yaw deg)."""
 
 
-def _pose_training(quick: bool, system: tuple[str, ...]) -> Training:
+def _pose_training(quick: bool, system: str) -> Training:
     """Section 6.5's student: 80 rounds of one pose-to-pose move each, roll and pitch within
     15 deg and any yaw."""
     references = {
@@ -433,7 +414,7 @@ def _pose_training(quick: bool, system: tuple[str, ...]) -> Training:
     )
 
 
-def table_8(quick: bool, system: tuple[str, ...]) -> Experiment:
+def table_8(quick: bool, system: str) -> Experiment:
     """Tables 8 and 9: one pose-to-pose move by the teacher and the student, and the student
     through the paper's sequence of goals, each from the pose the last one reached."""
     train = _pose_training(quick, system)
@@ -519,7 +500,7 @@ simulated system only: the planners keep the nominal model). "A few centimetres"
 shift is read as 2 cm outward along each point's own direction."""
 
 
-def table_10(quick: bool, system: tuple[str, ...]) -> Experiment:
+def table_10(quick: bool, system: str) -> Experiment:
     """Table 10: SP (Both) on the square with zero sideslip under each perturbation."""
     square = Reference("square", "zero-sideslip", {"side": 2.0})
     rows = PERTURBATIONS[:2] if quick else PERTURBATIONS
@@ -544,7 +525,7 @@ def table_10(quick: bool, system: tuple[str, ...]) -> Experiment:
     )
 
 
-def table_11(quick: bool, system: tuple[str, ...]) -> Experiment:
+def table_11(quick: bool, system: str) -> Experiment:
     """Table 11 and Figure 15: each trained policy's data-collection and training time, and the
     planning time of the teacher and the student split into its stages."""
     sp = tuple(_sp_training(quick, system, *spec) for spec in SP_POLICIES)
@@ -593,7 +574,7 @@ HELDOUT_COUNT = 6
 HELDOUT_S = 20.0
 
 
-def heldout_draws(count: int, system: tuple[str, ...]) -> list[Reference]:
+def heldout_draws(count: int, system: str) -> list[Reference]:
     """``count`` references of the shipped generalists' distribution (``HELDOUT_SEED``)."""
     from importlib import resources
 
@@ -602,7 +583,7 @@ def heldout_draws(count: int, system: tuple[str, ...]) -> list[Reference]:
 
     with resources.as_file(resources.files("learners") / "configs" / "generalist.toml") as path:
         distribution = load_distribution(path)
-    config = load_config(None, overrides=list(system))
+    config = load_config(system)
     specs = distribution.sample(HELDOUT_SEED, count, config, HELDOUT_S)
     return [Reference(s.name, s.orientation, dict(s.options)) for s in specs]
 
@@ -630,7 +611,7 @@ def _generalist_training(quick: bool) -> Training:
     )
 
 
-def ablation(quick: bool, system: tuple[str, ...]) -> Experiment:
+def ablation(quick: bool, system: str) -> Experiment:
     """Where the result comes from: the paper's student, ours, the bare prior, the formations
     and the teacher on Table 2's eights and on held-out draws, each as a ratio to the teacher."""
     no_prior = _generalist_training(quick)
@@ -712,8 +693,17 @@ EXPERIMENTS = {
 
 TABLE_ALIASES = {"4": "6", "5": "2", "7": "6", "9": "8"}
 
+SAME_VALUES = {5: 2, 4: 7}
+"""The paper's tables that print another's values (its Table 5 is its Table 2, its Table 4 its
+Table 7): their pages hold the rows of that table."""
 
-def experiment(name: str, quick: bool, system: tuple[str, ...]) -> Experiment:
+
+def page_names(exp: Experiment) -> list[str]:
+    """The name of each page of ``exp`` (``table-02``, ... per table; ``ablation``), without suffix."""
+    return [f"table-{t:02d}" for t in exp.tables] or ["ablation"]
+
+
+def experiment(name: str, quick: bool, system: str) -> Experiment:
     """The experiment that reproduces table ``name`` (``1``-``11`` or ``ablation``)."""
     key = TABLE_ALIASES.get(name, name)
     if key not in EXPERIMENTS:

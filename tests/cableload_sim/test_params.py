@@ -171,3 +171,35 @@ def test_mismatch_changes_only_the_simulated_system(paper_config):
     assert simulated.cables[1].length == pytest.approx(0.965)
     assert simulated.load.attachments[0][0] == pytest.approx(0.28)
     assert paper_config.system.load.mass == pytest.approx(1.4)  # nominal untouched
+
+
+def test_a_config_extends_another_and_shipped_configs_load_by_name(tmp_path):
+    """``extends``: a shipped configuration or a file beside it, with only the changes given;
+    ``--config NAME`` for the shipped ones; a cycle, a bad value and an unknown name refused."""
+    base = tmp_path / "base.toml"
+    base.write_text('extends = "paper"\n[load]\nmass = 1.2\n[cable]\nlength = 1.1\n')
+    child = tmp_path / "sub" / "child.toml"
+    child.parent.mkdir()
+    child.write_text('extends = "../base.toml"\n[cable]\nlength = 1.05\n')
+    config = load_config(child)
+    assert config.system.load.mass == pytest.approx(1.2)  # from base.toml
+    assert config.system.cables[0].length == pytest.approx(1.05)  # its own
+    assert config.system.quadrotors[0].mass == pytest.approx(0.6)  # from paper.toml
+    assert load_config(child, overrides=["load.mass=1.3"]).system.load.mass == pytest.approx(1.3)
+    assert load_config("paper") == load_config() == load_config("paper.toml")
+    assert load_config("paper-conditions").sensing.enabled and not load_config().sensing.enabled
+
+    loop = tmp_path / "loop.toml"
+    loop.write_text('extends = "loop.toml"\n')
+    with pytest.raises(ConfigError, match="extends itself"):
+        load_config(loop)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("extends = 3\n")
+    with pytest.raises(ConfigError, match=r"bad.toml:extends: expected the name or path .* got 3"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match=r"'paper-condition': expected a TOML file or one of .*conditions"):
+        load_config("paper-condition")
+    typo = tmp_path / "typo.toml"
+    typo.write_text('extends = "paper"\n[cable]\nlenght = 1.0\n')
+    with pytest.raises(ConfigError, match="lenght"):
+        load_config(typo)

@@ -131,32 +131,17 @@ def test_calibrated_generalist_holds_the_hover_the_raw_one_drifts_from(paper_con
     (the quadrotors head along world +x, so their attitude seen in the frame changes with the
     load's yaw)."""
     from cableload_sim.physics.statics import hover_state
-    from cableload_sim.physics.world import WorldState
     from cableload_sim.rotations import quat_from_yaw
     from cableload_sim.trajectories import Hover
     from learners.export import GENERALIST_POLICIES, student_planner
 
-    # the session-6 generalist, planning relative to formation-tilt (about 1 cm of hover
+    # the older generalist, planning relative to formation-tilt (about 1 cm of hover
     # residual; the wrench-formation generalists shipped since add almost none)
     planner = student_planner(paper_config, GENERALIST_POLICIES[3].with_name("generalist-tilt-n3"), "onnx")
     assert planner.frame == "load-yaw" and planner.hover_calibration
     assert not student_planner(paper_config, SHIPPED_POLICY, "onnx").hover_calibration
     rest = hover_state(paper_config.system, np.array([1.0, -2.0, 1.5]), quat_from_yaw(yaw))
-    n = paper_config.system.n_uavs
-    state = WorldState(
-        t=3.0,
-        load_p=rest.load_p,
-        load_q=rest.load_q,
-        load_v=np.zeros(3),
-        load_omega=np.zeros(3),
-        uav_p=rest.uav_p,
-        uav_q=rest.uav_q,
-        uav_v=np.zeros((n, 3)),
-        uav_omega=np.zeros((n, 3)),
-        rotor_speeds=rest.rotor_speeds,
-        cable_tension=rest.tensions,
-        cable_dir=np.zeros((n, 3)),
-    )
+    state = rest.world_state(t=3.0)
     reference = Hover(rest.load_p, yaw=yaw)
     drift, common = {}, {}
     for calibrated in (False, True):

@@ -4,6 +4,8 @@ flies on it (worse than on motion capture, as the paper's teacher did on its EKF
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,6 @@ from backends import make_backend
 from backends.runner import run_episode
 from cableload_sim.params import load_config
 from cableload_sim.physics.statics import hover_state
-from cableload_sim.physics.world import WorldState
 from cableload_sim.rotations import quat_angle_between, quat_from_euler, quat_to_matrix
 from cableload_sim.trajectories import make_reference
 from planners import make_planner
@@ -35,19 +36,8 @@ def test_at_hover_the_estimate_is_the_load_and_the_pulls_are_the_tensions(uavs):
     load_q = quat_from_euler(0.0, 0.0, 0.7)
     hover = hover_state(config.system, np.array([1.0, 2.0, 1.5]), load_q)
     n = config.system.n_uavs
-    state = WorldState(
-        t=0.0,
-        load_p=hover.load_p,
-        load_q=hover.load_q,
-        load_v=np.zeros(3),
-        load_omega=np.zeros(3),
-        uav_p=hover.uav_p,
-        uav_q=hover.uav_q,
-        uav_v=np.zeros((n, 3)),
-        uav_omega=np.zeros((n, 3)),
-        rotor_speeds=hover.rotor_speeds,
-        cable_tension=np.full(n, np.nan),  # what the estimate must not read
-        cable_dir=np.full((n, 3), np.nan),
+    state = dataclasses.replace(  # the cables are what the estimate must not read
+        hover.world_state(), cable_tension=np.full(n, np.nan), cable_dir=np.full((n, 3), np.nan)
     )
     estimator = LoadFromQuadrotors(config)
     pulls = estimator.cable_pulls(state)

@@ -14,7 +14,7 @@ import pytest
 
 from cableload_sim.errors import OutputExistsError, UsageError
 from cableload_sim.reproduce import tables
-from cableload_sim.reproduce.conditions import CONDITIONS, condition_overrides
+from cableload_sim.reproduce.conditions import CONDITIONS, condition_config, condition_settings
 from cableload_sim.reproduce.paper import paper_table, paper_timings
 from cableload_sim.reproduce.runner import reproduce
 
@@ -112,7 +112,7 @@ def test_every_setup_builds_a_valid_training_config_and_a_flyable_config():
         for training in exp.trainings:
             train_config_from_dict(training.config, training.name)
         for run in exp.runs:
-            load_config(None, overrides=[*PAPER, *run.overrides])
+            load_config(PAPER, overrides=run.overrides)
             run.reference.build()
 
 
@@ -120,7 +120,7 @@ def test_unknown_tables_and_conditions_are_refused(tmp_path):
     with pytest.raises(UsageError, match=r"unknown table '12'; expected one of 1, 2, .*ablation"):
         reproduce(["12"], out=tmp_path / "r", quick=True)
     with pytest.raises(UsageError, match=r"conditions: expected one of paper, ideal, got 'gazebo'"):
-        condition_overrides("gazebo")
+        condition_config("gazebo")
     assert not (tmp_path / "r").exists()
     out = subprocess.run(
         [sys.executable, "-m", "cableload_sim.cli", "reproduce", "12", "--quick", "--out", str(tmp_path)],
@@ -137,24 +137,30 @@ def test_quick_reproduction_writes_every_table_then_resumes(tmp_path):
     text = index.read_text()
     for name in tables.experiment_names():
         exp = tables.experiment(name, True, PAPER)
-        for suffix in ("md", "csv", "png"):
-            assert (out / f"{exp.key}.{suffix}").stat().st_size > 0, (exp.key, suffix)
-        assert f"({exp.key}.md)" in text
-        with open(out / f"{exp.key}.csv", newline="") as fh:
-            rows = list(csv.DictReader(fh))
-        assert rows, exp.key
-    table2 = (out / "table_02_05.md").read_text()
+        for page in tables.page_names(exp):
+            for suffix in ("md", "csv", "png"):
+                assert (out / f"{page}.{suffix}").stat().st_size > 0, (page, suffix)
+            assert f"({page}.md)" in text
+            with open(out / f"{page}.csv", newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            assert rows, page
+    assert sorted(p.name for p in out.glob("table-*.md")) == [f"table-{t:02d}.md" for t in range(1, 12)]
+    table2 = (out / "table-02.md").read_text()
     assert "| student, eight 2.7 x 2.7 |" in table2 and "| 0.166 |" in table2  # the paper's value
-    with open(out / "table_02_05.csv", newline="") as fh:
+    with open(out / "table-02.csv", newline="") as fh:
         row = next(csv.DictReader(fh))
     ratio = float(row["position ours (m)"]) / float(row["position paper (m)"])
     assert float(row["position ratio"]) == pytest.approx(ratio)
-    assert "| ✗ |" in (out / "table_06_07_04.md").read_text()  # the paper's stopped runs
-    assert "goal 0" in (out / "table_08_09.md").read_text()
-    for key in ("sensing.enabled=true", "link.enabled=true"):
+    assert (out / "table-05.csv").read_text() == (out / "table-02.csv").read_text()  # the same values
+    assert "| ✗ |" in (out / "table-06.md").read_text()  # the paper's stopped runs
+    assert "| SP (Both), Zandvoort" in (out / "table-04.md").read_text()
+    assert "| SP (Both), Zandvoort" not in (out / "table-06.md").read_text()
+    assert "goal 0" in (out / "table-09.md").read_text() and "goal 0" not in (out / "table-08.md").read_text()
+    for key in ("sensing.enabled=True", "link.enabled=True", "quadrotor.rotor.speed_max=3000.0"):
         assert key in text
-    assert "| [2, 5](table_02_05.md) | position, orientation RMSE |" in text  # the summary
-    table1 = (out / "table_01.md").read_text()
+    assert "`eight-2.2x2`: `paper-conditions`" in text  # what the policies were trained under
+    assert "| [2, 5](table-02.md) | position, orientation RMSE |" in text  # the summary
+    table1 = (out / "table-01.md").read_text()
     assert "| teacher, mean of 1 of 1 flights |" in table1 and "| 0.171 |" in table1
 
     # a second call resumes: nothing flown again; other options are refused
@@ -165,6 +171,37 @@ def test_quick_reproduction_writes_every_table_then_resumes(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in flown} == before  # nothing flown again
     with pytest.raises(OutputExistsError, match="expected .*'quick': False"):
         reproduce(["2"], out=out, quick=False, progress=False)
+
+
+def test_the_paper_conditions_are_a_shipped_configuration_that_flies_the_double_mass():
+    """`--config paper-conditions`: sensing, onboard estimators and the Wi-Fi link on, no plan
+    lost, and rotors strong enough for the paper's 2.8 kg load (which 20 N quadrotors cannot
+    hold up); the ideal conditions are the default configuration."""
+    from cableload_sim.params import load_config
+    from cableload_sim.physics.feasibility import check_hover
+
+    assert condition_config("ideal") == "paper" and condition_settings("ideal") == []
+    config = load_config("paper-conditions")
+    assert config.sensing.enabled and config.imu.enabled and config.link.enabled
+    assert config.link.drop_fraction == 0.0 and 0.0 < config.link.delay_min_s < config.link.delay_max_s
+    assert load_config("paper-conditions.toml") == config
+    assert config.system.load.mass == load_config().system.load.mass == 1.4
+    heavy = load_config("paper-conditions", overrides=["load.mass=2.8"])
+    assert heavy.system.load.mass == 2.8
+    check_hover(heavy)
+    with pytest.raises(UsageError, match="too heavy"):
+        check_hover(load_config(None, overrides=["load.mass=2.8"]))
+    out = subprocess.run(
+        [sys.executable, "-m", "cableload_sim.cli", "simulate", "--config", "paper-conditions"]
+        + ["--planner", "teacher", "--trajectory", "eight-medium", "--set", "load.mass=2.8"]
+        + ["--duration", "6", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["status"] == "completed" and result["rmse_position_m"] < 0.1
+    assert result["link_sent_plans"] > 0 and result["link_dropped_plans"] == 0
 
 
 def test_a_flight_of_table_1_rests_the_load_below_its_eight():
