@@ -30,7 +30,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def json_default(value):
+def json_default(value: object) -> object:
     """The JSON form of what ``json`` does not write itself: numpy scalars and arrays."""
     import numpy as np
 
@@ -41,7 +41,7 @@ def json_default(value):
     raise TypeError(f"not JSON-serializable: {type(value).__name__}")
 
 
-def atomic_write_json(path: str | Path, obj) -> None:
+def atomic_write_json(path: str | Path, obj: object) -> None:
     """``obj`` as indented JSON, written atomically (numpy values as plain numbers)."""
     import json
 
