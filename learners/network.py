@@ -40,6 +40,14 @@ from torch import nn
 from cableload_sim.horizon import HORIZON_S, N_NODES, node_offsets
 from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_CONVERGE_S, REF_FEATURES
 
+EGO_INPUTS = {
+    "full": tuple(range(EGO_FEATURES)),
+    "pose": (0, 1, 2, 6, 7, 8, 9, 10, 11, 15, 16, 17),
+    "none": (),
+}
+"""The ego features each ``NetworkConfig.ego_inputs`` keeps (planners.student.EGO_FEATURES:
+p 0-2, v 3-5, attitude 6-11, body rates 12-14, cable end 15-17)."""
+
 
 @dataclass(frozen=True)
 class NetworkConfig:
@@ -82,7 +90,14 @@ class NetworkConfig:
     (``FormationPlanner.anchored``): the plans start at the quadrotor. Policies trained before
     it was an option used 0.5 s."""
 
+    ego_inputs: str = "full"
+    """What of the quadrotor's own history the network sees (``EGO_INPUTS``): ``full``; ``pose``
+    (its velocity and body rates hidden, so that it cannot copy the motion it is making); or
+    ``none`` (the ego stream hidden: the plan from the load, the reference and the prior)."""
+
     def __post_init__(self):
+        if self.ego_inputs not in EGO_INPUTS:
+            raise ValueError(f"ego_inputs: expected one of {', '.join(EGO_INPUTS)}, got {self.ego_inputs!r}")
         if self.decoder not in ("pinn", "mlp"):
             raise ValueError(f"decoder: expected 'pinn' or 'mlp', got {self.decoder!r}")
         for name in (
@@ -244,6 +259,9 @@ class StudentNet(nn.Module):
             self.register_buffer(f"{name}_std", torch.ones(size))
         self.register_buffer("out_mean", torch.zeros(12))  # p, w, v, a
         self.register_buffer("out_std", torch.ones(12))
+        mask = torch.zeros(EGO_FEATURES)
+        mask[list(EGO_INPUTS[config.ego_inputs])] = 1.0
+        self.register_buffer("ego_mask", mask, persistent=False)  # from the config, not stored
 
     # -- normalization -----------------------------------------------------------------------
 
@@ -255,7 +273,7 @@ class StudentNet(nn.Module):
     # -- encoder -----------------------------------------------------------------------------
 
     def encode(self, ego, load, ref, prior):
-        ego = (ego - self.ego_mean) / self.ego_std
+        ego = (ego - self.ego_mean) / self.ego_std * self.ego_mask
         load = (load - self.load_mean) / self.load_std
         ref = (ref - self.ref_mean) / self.ref_std
         if self.config.residual:

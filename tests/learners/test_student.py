@@ -367,3 +367,39 @@ def test_torch_policy_runs_on_one_thread_and_restores_the_count(net, monkeypatch
             TorchPolicy(net, threads=0)
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("ego_inputs", ["pose", "none"])
+def test_hidden_ego_inputs_do_not_reach_the_plan(tmp_path, ego_inputs):
+    """``network.ego_inputs``: what is hidden changes no output (its ONNX export too); what is
+    kept does; an old checkpoint without the setting loads as ``full``; a bad value is refused."""
+    from learners.network import EGO_INPUTS
+    from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_FEATURES, REF_FEATURES
+
+    torch.manual_seed(0)
+    net = StudentNet(NetworkConfig(history=4, ego_inputs=ego_inputs))
+    gen = torch.Generator().manual_seed(1)
+    inputs = [
+        torch.randn(2, 4, EGO_FEATURES, generator=gen),
+        torch.randn(2, 4, LOAD_FEATURES, generator=gen),
+        torch.randn(2, 21, REF_FEATURES, generator=gen),
+        torch.randn(2, 21, PRIOR_FEATURES, generator=gen),
+    ]
+    hidden = [k for k in range(EGO_FEATURES) if k not in EGO_INPUTS[ego_inputs]]
+    changed = inputs[0].clone()
+    changed[..., hidden] += 5.0
+    with torch.no_grad():
+        before = net(*inputs)["p"]
+        assert torch.equal(net(changed, *inputs[1:])["p"], before)
+        kept = inputs[0].clone()
+        kept[..., 0] += 5.0  # the position, when kept
+        moved = not torch.allclose(net(kept, *inputs[1:])["p"], before)
+    assert moved == (ego_inputs == "pose")
+    export_policy(net, tmp_path)
+    policy, _, _ = load_policy(tmp_path, "onnx")
+    numpy_inputs = [x.numpy() for x in inputs]
+    out = policy(changed.numpy(), *numpy_inputs[1:])["p"]
+    assert out == pytest.approx(policy(*numpy_inputs)["p"], abs=1e-6)
+    assert "ego_mask" not in net.state_dict()  # derived from the config, so old checkpoints load
+    with pytest.raises(ValueError, match=r"ego_inputs: expected one of full, pose, none, got 'speed'"):
+        NetworkConfig(ego_inputs="speed")
