@@ -45,4 +45,9 @@ def condition_settings(name: str) -> list[str]:
 
     base = _flat(read_config_document(None)[0])
     mine = _flat(read_config_document(condition_config(name))[0])
-    return [f"{key}={value!r}" for key, value in mine.items() if base.get(key, object()) != value]
+    return [f"{key}={_toml(value)}" for key, value in mine.items() if base.get(key, object()) != value]
+
+
+def _toml(value: Any) -> str:
+    """``value`` as TOML (and ``--set``) writes it."""
+    return str(value).lower() if isinstance(value, bool) else repr(value)

@@ -176,8 +176,8 @@ class Reproduction:
             f"--conditions {self.conditions} --out {self.out}`",
             f"- Wall time, every call on this folder together: {sum(spent.values()) / 60:.1f} min"
             + (" (only for the tables with a time below)." if spent else " (not recorded).")
-            + f" The policies' DAgger runs took {self.training_minutes():.0f} min of it or before it"
-            " (collection, training and validation, by their records).",
+            + f" The policies' DAgger runs (collection, training and validation, by their records) "
+            f"took {self.training_minutes():.0f} min.",
             "",
             "| table | what | file | wall time (min) |",
             "|---|---|---|---|",

@@ -156,7 +156,7 @@ def test_quick_reproduction_writes_every_table_then_resumes(tmp_path):
     assert "| SP (Both), Zandvoort" in (out / "table-04.md").read_text()
     assert "| SP (Both), Zandvoort" not in (out / "table-06.md").read_text()
     assert "goal 0" in (out / "table-09.md").read_text() and "goal 0" not in (out / "table-08.md").read_text()
-    for key in ("sensing.enabled=True", "link.enabled=True", "quadrotor.rotor.speed_max=3000.0"):
+    for key in ("sensing.enabled=true", "link.enabled=true", "quadrotor.rotor.speed_max=3000.0"):
         assert key in text
     assert "`eight-2.2x2`: `paper-conditions`" in text  # what the policies were trained under
     assert "| [2, 5](table-02.md) | position, orientation RMSE |" in text  # the summary
