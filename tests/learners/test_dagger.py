@@ -67,6 +67,24 @@ def test_train_config_errors_are_clear(tmp_path):
         load_train_config(tmp_path / "none.toml")
 
 
+def test_a_training_config_names_its_system_by_file_or_by_shipped_name(tmp_path):
+    """``system_config``: a file beside the training config, or a shipped configuration by
+    name (``paper``, ``paper-conditions``); a file of that name beside it comes first."""
+    from learners.dagger import training_system
+
+    config = tmp_path / "train.toml"
+    config.write_text('system_config = "paper-conditions"\n')
+    loaded = load_train_config(config)
+    assert loaded.system_config == "paper-conditions"
+    assert training_system(loaded, None).sensing.enabled
+    (tmp_path / "mine.toml").write_text('extends = "paper"\n[load]\nmass = 1.1\n')
+    config.write_text('system_config = "mine.toml"\n')
+    assert training_system(load_train_config(config), None).system.load.mass == pytest.approx(1.1)
+    (tmp_path / "paper-conditions.toml").write_text('extends = "paper"\n[load]\nmass = 1.2\n')
+    config.write_text('system_config = "paper-conditions.toml"\n')
+    assert training_system(load_train_config(config), None).system.load.mass == pytest.approx(1.2)
+
+
 def test_training_trajectories_name_their_own_orientation_and_options():
     from learners.dagger import _episode_plan, validation_references
 
