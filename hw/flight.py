@@ -7,7 +7,7 @@ system config: a bad key or value is named with what was expected. An example th
 against ``cableload world --hardware`` is shipped as ``hw/flights/example.toml``::
 
     [flight]
-    config = ""                      # the system config (TOML; empty: the paper's)
+    config = ""                      # system config: a TOML file or paper-conditions ("": the paper's)
     pilot_queue = "stock"            # stock | replace
     pilot_times = "message"          # message (keeps the stamps) | receipt (agiros re-times)
     mocap_topic = "/mocap/{body}/pose"
@@ -128,7 +128,8 @@ class FlightFile:
     safety: SafetyLimits
     preflight: PreflightLimits = field(default_factory=PreflightLimits)
     config: str = ""
-    """The system config's path (relative to the flight file; empty: the paper's setup)."""
+    """The system config: a TOML file (relative to the flight file; first), or a shipped
+    configuration's name (``paper``, ``paper-conditions``); empty: the paper's setup."""
     pilot_queue: str = "stock"
     pilot_times: str = "message"
     """How the pilots time a received trajectory: ``receipt`` (agiros re-times it to its
@@ -157,17 +158,13 @@ class FlightFile:
         return self.mocap_topic.format(body=body)
 
     def config_path(self) -> Path | str | None:
-        """The flight's system config: a file (relative to the flight file) or a shipped name."""
-        from cableload_sim.params.config import shipped_config_name
+        """The flight's system config: a file (relative to the flight file; first) or a shipped
+        configuration's name."""
+        from cableload_sim.params.config import resolve_config
 
         if not self.config:
             return None
-        if shipped_config_name(self.config) is not None:
-            return self.config
-        config = Path(self.config)
-        if not config.is_absolute() and self.path is not None:
-            config = self.path.parent / config
-        return config
+        return resolve_config(self.config, self.path.parent if self.path is not None else None)
 
     def load_config(self, overrides=()):
         """The system config this flight flies, with as many quadrotors as it names."""

@@ -218,8 +218,8 @@ def listen(flight: FlightFile, seconds: float) -> Heard:
     for body in [q.body for q in flight.quads] + [flight.load.body]:
         subscribers.append(rospy.Subscriber(flight.mocap(body), m.PoseStamped, on_pose(body), queue_size=200))
     # A subscription takes a moment to connect to its publisher: the window opens once every
-    # topic that has a publisher is connected, so that a late connection is not read as a slow
-    # rate. A topic that stays unconnected is heard from the same window (and fails its check).
+    # subscription is connected, or after CONNECT_TIMEOUT_S when one is not (a topic without a
+    # publisher), so that a late connection is not read as a slow rate.
     deadline = time.time() + CONNECT_TIMEOUT_S
     while time.time() < deadline and not all(sub.get_num_connections() > 0 for sub in subscribers):
         time.sleep(0.05)

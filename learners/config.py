@@ -18,7 +18,7 @@ from pathlib import Path
 from cableload_sim import checks
 from cableload_sim.errors import ConfigError, UsageError
 from cableload_sim.horizon import N_NODES
-from cableload_sim.params.config import shipped_config_name
+from cableload_sim.params.config import resolve_config
 from learners.distribution import ReferenceDistribution, distribution_from_table
 from learners.network import NetworkConfig
 
@@ -390,8 +390,6 @@ def load_train_config(path: str | Path) -> TrainConfig:
     path = Path(path)
     data = checks.read_toml(path, "training config")
     config = train_config_from_dict(data, str(path))
-    name = config.system_config
-    beside = path.parent / name  # a file beside the training config, else a shipped config's name
-    if not Path(name).is_absolute() and (beside.is_file() or shipped_config_name(name) is None):
-        config = dataclasses.replace(config, system_config=str(beside))
+    # a file beside the training config, else a shipped configuration's name
+    config = dataclasses.replace(config, system_config=str(resolve_config(config.system_config, path.parent)))
     return config

@@ -1177,8 +1177,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--conditions",
         choices=["paper", "ideal"],
         default="paper",
-        help="paper: motion capture, onboard estimators and the Wi-Fi link, as the paper flew; "
-        "ideal: exact states",
+        help="paper: the config paper-conditions (motion capture, onboard estimators, the Wi-Fi "
+        "link and the rotor headroom of the paper's simulations); ideal: the config paper (exact "
+        "states, plans at once)",
     )
     p.add_argument("--json", action="store_true", help="no progress bars; print the index's path as JSON")
     p.set_defaults(func=cmd_reproduce)

@@ -62,6 +62,7 @@ from cableload_sim.params.config import (
     config_from_dict,
     load_config,
     read_config_document,
+    resolve_config,
     shipped_config_name,
 )
 from cableload_sim.params.control import (
@@ -146,6 +147,7 @@ __all__ = [
     "config_from_dict",
     "load_config",
     "read_config_document",
+    "resolve_config",
     "shipped_config_name",
     "polygon_attachments",
     "read_text",

@@ -135,15 +135,26 @@ SHIPPED_CONFIGS = {
 """The configurations shipped in ``cableload_sim/configs``, which ``--config`` takes by name."""
 
 
-def shipped_config_name(path: str | Path) -> str | None:
-    """The shipped configuration ``path`` names (``paper``, ``paper-conditions.toml``...), when it
-    is not a file of that name."""
-    name = str(path).removesuffix(".toml")
-    return name if name in SHIPPED_CONFIGS and not Path(path).is_file() else None
+def shipped_config_name(name: str | Path) -> str | None:
+    """The shipped configuration ``name`` names (``paper``, ``paper-conditions.toml``, ...), or
+    None. A file of that name comes first wherever a name is read (``resolve_config``)."""
+    stem = str(name).removesuffix(".toml")
+    return stem if stem in SHIPPED_CONFIGS else None
+
+
+def resolve_config(name: str | Path, folder: Path | None = None) -> str | Path:
+    """What a configuration named ``name`` in ``folder`` is: the file ``folder / name`` when
+    there is one (``folder`` None: the working folder), else a shipped configuration's name,
+    else that file's path (whose reading then says it is missing)."""
+    path = Path(name) if folder is None or Path(name).is_absolute() else folder / name
+    if path.is_file():
+        return path
+    shipped = shipped_config_name(name)
+    return shipped if shipped is not None else path
 
 
 def _merged(base: dict, changes: dict) -> dict:
-    """``base`` with ``changes`` laid over it, table by table."""
+    """``base`` with ``changes`` laid over it, table by table (an array is replaced whole)."""
     out = dict(base)
     for key, value in changes.items():
         both_tables = isinstance(value, dict) and isinstance(out.get(key), dict)
@@ -151,39 +162,51 @@ def _merged(base: dict, changes: dict) -> dict:
     return out
 
 
-def read_config_document(path: str | Path | None, _chain: tuple[str, ...] = ()) -> tuple[dict, str]:
+def _missing(what: str, path: Path) -> ConfigError:
+    return ConfigError(
+        f"{what}: the file {str(path)!r} does not exist; expected a TOML file or one of the "
+        f"shipped configurations ({', '.join(SHIPPED_CONFIGS)})"
+    )
+
+
+def read_config_document(
+    path: str | Path | None, _chain: tuple[str, ...] = (), _shipped_only: bool = False
+) -> tuple[dict, str]:
     """The parsed TOML document of a configuration and the name its errors use: a file, or a
-    shipped configuration by name (``None``: the paper's). A document with ``extends = "NAME"``
-    (a shipped configuration, or a file relative to it) is that one with its own tables laid
-    over it."""
-    shipped = "paper" if path is None else shipped_config_name(path)
-    if shipped is not None:
+    shipped configuration by name (``None``: the paper's); a file of the name comes first. A
+    document with ``extends = "NAME"`` (a file relative to it, or a shipped configuration) is
+    that one with its own tables laid over it."""
+    found = "paper" if path is None else (path if _shipped_only else resolve_config(path))
+    if isinstance(found, str) or _shipped_only:
+        shipped = shipped_config_name(found)
+        if shipped is None:
+            raise ConfigError(f"config {str(found)!r}: expected one of the shipped configurations")
         source = identity = f"{shipped}.toml"
         data = tomllib.loads(resources.files("cableload_sim.configs").joinpath(source).read_text())
         folder = None
     else:
-        path = Path(str(path))
-        if not path.is_file() and "/" not in str(path) and not path.suffix:
-            raise ConfigError(
-                f"config {str(path)!r}: expected a TOML file or one of the shipped configurations "
-                f"({', '.join(SHIPPED_CONFIGS)})"
-            )
-        source, identity = str(path), str(path.resolve())
-        data = checks.read_toml(path, "config file")
-        folder = path.parent
+        if not found.exists():
+            raise _missing(f"config {str(path)!r}", found)
+        source, identity = str(found), str(found.resolve())
+        data = checks.read_toml(found, "config file")
+        folder = found.parent
     base = data.pop("extends", None)
     if base is None:
         return data, source
     if not isinstance(base, str) or not base:
         raise ConfigError(f"{source}:extends: expected the name or path of a configuration, got {base!r}")
-    if shipped_config_name(base) is None and folder is not None and not Path(base).is_absolute():
-        base = str(folder / base)
     if identity in _chain:
         raise ConfigError(
             f"{source}:extends: {base!r} leads back to {source} (a configuration extends itself)"
         )
-    base_data, _ = read_config_document(base, (*_chain, identity))
-    return _merged(base_data, data), source
+    if folder is None:  # a shipped configuration extends shipped ones only
+        base_data, base_source = read_config_document(base, (*_chain, identity), _shipped_only=True)
+    else:
+        target = resolve_config(base, folder)
+        if isinstance(target, Path) and not target.exists():
+            raise _missing(f"{source}:extends: {base!r}", target)
+        base_data, base_source = read_config_document(target, (*_chain, identity))
+    return _merged(base_data, data), f"{source} (extending {base_source})"
 
 
 def load_config(

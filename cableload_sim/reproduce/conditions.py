@@ -50,4 +50,12 @@ def condition_settings(name: str) -> list[str]:
 
 def _toml(value: Any) -> str:
     """``value`` as TOML (and ``--set``) writes it."""
-    return str(value).lower() if isinstance(value, bool) else repr(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)

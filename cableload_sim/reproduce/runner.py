@@ -67,7 +67,11 @@ class Reproduction:
         self._check_out()
 
     def _check_out(self) -> None:
-        stamp = {"quick": self.quick, "conditions": self.conditions}
+        stamp = {
+            "quick": self.quick,
+            "conditions": self.conditions,
+            "settings": condition_settings(self.conditions),
+        }
         path = self.out / RUN_FILE
         if path.exists():
             stored = json.loads(path.read_text())
@@ -124,8 +128,9 @@ class Reproduction:
         # one training per policy at a time: another reproduction of the same folder waits for it
         with open(run_dir.parent / f".{training.name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            config = train_config_from_dict(training.config, f"reproduction policy {training.name}")
+            _check_trained_system(run_dir, config)
             if not _trained(run_dir, training):
-                config = train_config_from_dict(training.config, f"reproduction policy {training.name}")
                 train(config, run_dir, resume=(run_dir / "config.json").exists(), progress=self.progress)
         return policy
 
@@ -201,7 +206,9 @@ class Reproduction:
         )
         lines += ["", *[f"- `{s}`" for s in condition_settings(self.conditions)]]
         lines += ["", "The policies were trained under:", ""]
-        flown = _flat_config(condition_config(self.conditions), ())
+        from cableload_sim.params import load_config
+
+        flown = load_config(self.system).to_dict()
         for name in sorted(p.name for p in (self.work / "policies").glob("*") if p.is_dir()):
             stored = self.work / "policies" / name / "config.json"
             if stored.exists():
@@ -209,8 +216,7 @@ class Reproduction:
                 system = trained.get("system_config", "paper")
                 changes = tuple(trained.get("dagger", {}).get("system_overrides", []))
                 also = f" with `{'`, `'.join(changes)}`" if changes else ""
-                mine = _flat_config(system, changes)
-                differ = [f"{k} {mine[k]!r} (flown {flown[k]!r})" for k in mine if mine[k] != flown.get(k)]
+                differ = _differences(trained.get("system", {}), flown)
                 note = f"; not the conditions flown: {', '.join(differ)}" if differ else ""
                 lines.append(f"- `{name}`: `{system}`{also}{note}")
         lines += [
@@ -224,25 +230,46 @@ class Reproduction:
         return path
 
 
-def _flat_config(system: str, overrides: tuple[str, ...]) -> dict[str, Any]:
-    """The system configuration ``system`` with ``overrides``, as ``table.key: value`` (the
-    quadrotors' and cables' entries named once when they are all alike)."""
-    from cableload_sim.params import load_config
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A resolved configuration (``Config.to_dict``) as ``table.key: value``, the quadrotors'
+    and cables' entries named once (``[*]``) when they are all alike."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+        if all(v == value[0] for v in value):
+            return _flat(value[0], f"{prefix.rstrip('.')}[*].")
+        return {
+            k: v
+            for i, item in enumerate(value)
+            for k, v in _flat(item, f"{prefix.rstrip('.')}[{i}].").items()
+        }
+    return {prefix.rstrip("."): list(value) if isinstance(value, tuple) else value}
 
-    def flat(value: Any, prefix: str) -> dict[str, Any]:
-        if isinstance(value, dict):
-            return {k: v for key, item in value.items() for k, v in flat(item, f"{prefix}{key}.").items()}
-        if isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
-            if all(v == value[0] for v in value):
-                return flat(value[0], f"{prefix.rstrip('.')}[*].")
-            return {
-                k: v
-                for i, item in enumerate(value)
-                for k, v in flat(item, f"{prefix.rstrip('.')}[{i}].").items()
-            }
-        return {prefix.rstrip("."): value}
 
-    return flat(load_config(system, overrides=overrides).to_dict(), "")
+def _differences(trained: dict[str, Any], flown: dict[str, Any]) -> list[str]:
+    """Where two resolved configurations differ: ``key trained (flown flown)``."""
+    a, b = (
+        _flat(json.loads(json.dumps(trained, default=float))),
+        _flat(json.loads(json.dumps(flown, default=float))),
+    )
+    return [f"{k} {a.get(k)!r} (flown {b.get(k)!r})" for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+
+
+def _check_trained_system(run_dir: Path, config) -> None:
+    """Refuse a policy folder trained (or being trained) on another system than ``config``'s."""
+    from learners.dagger import training_system
+
+    stored = run_dir / "config.json"
+    if not stored.exists():
+        return
+    trained = json.loads(stored.read_text()).get("system", {})
+    wanted = training_system(config, max(config.dagger.uavs, default=None)).to_dict()
+    differ = _differences(trained, wanted)
+    if differ:
+        raise OutputExistsError(
+            f"{run_dir} holds a policy trained on another system ({'; '.join(differ[:4])}"
+            f"{'; ...' if len(differ) > 4 else ''}): give another --out"
+        )
 
 
 def _trained(run_dir: Path, training: Training) -> bool:
@@ -355,7 +382,10 @@ def _fly_world(reproduction: Reproduction, exp: Experiment, run: Run) -> dict[st
         _write_text(flight, text)
         graph = RosGraph(folder)
         try:
-            graph.cableload("world", "world", "--hardware", "--flight", str(flight))
+            link = _config(reproduction, run).link  # the conditions' Wi-Fi, not the world's default
+            wifi = ["--wifi-delay", f"{link.delay_min_s!r},{link.delay_max_s!r}"]
+            wifi += ["--wifi-loss", repr(link.drop_fraction if link.enabled else 0.0)]
+            graph.cableload("world", "world", "--hardware", "--flight", str(flight), *wifi)
             graph.wait_for(
                 lambda: "/mocap/load/pose" in graph.master_state()["publishers"], 90.0, "the hardware world"
             )
@@ -715,8 +745,9 @@ def _time_rows(
 
 def _rows_of(rows: list[dict[str, Any]], number: int | None, exp: Experiment) -> list[dict[str, Any]]:
     """The rows of table ``number`` (every row of a one-table experiment), without their tag."""
-    wanted = {number, SAME_VALUES.get(number)} if number is not None else set()
-    chosen = rows if len(exp.tables) <= 1 else [r for r in rows if r.get("_table") in wanted]
+    wanted = {number, SAME_VALUES[number] if number in SAME_VALUES else number}
+    first = exp.tables[0] if exp.tables else None  # a row of no paper table: the first page's
+    chosen = rows if len(exp.tables) <= 1 else [r for r in rows if (r.get("_table") or first) in wanted]
     return [{k: v for k, v in r.items() if k != "_table"} for r in chosen]
 
 

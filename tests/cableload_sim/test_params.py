@@ -197,9 +197,39 @@ def test_a_config_extends_another_and_shipped_configs_load_by_name(tmp_path):
     bad.write_text("extends = 3\n")
     with pytest.raises(ConfigError, match=r"bad.toml:extends: expected the name or path .* got 3"):
         load_config(bad)
-    with pytest.raises(ConfigError, match=r"'paper-condition': expected a TOML file or one of .*conditions"):
+    with pytest.raises(
+        ConfigError, match=r"'paper-condition' does not exist; expected a TOML file or one of"
+    ):
         load_config("paper-condition")
+    missing = tmp_path / "missing.toml"
+    missing.write_text('extends = "nope.toml"\n')
+    with pytest.raises(
+        ConfigError, match=r"missing.toml:extends: 'nope.toml': the file .*nope.toml' does not exist"
+    ):
+        load_config(missing)
+    bad_base = tmp_path / "bad_base.toml"
+    bad_base.write_text('extends = "paper"\n[load]\nmass = -1.0\n')
+    bad_child = tmp_path / "bad_child.toml"
+    bad_child.write_text('extends = "bad_base.toml"\n')
+    with pytest.raises(
+        ConfigError, match=r"bad_child.toml \(extending .*bad_base.toml \(extending paper.toml\)\)"
+    ):
+        load_config(bad_child)
     typo = tmp_path / "typo.toml"
     typo.write_text('extends = "paper"\n[cable]\nlenght = 1.0\n')
     with pytest.raises(ConfigError, match="lenght"):
         load_config(typo)
+
+
+def test_a_file_of_a_shipped_configurations_name_comes_first_where_it_is_named(tmp_path, monkeypatch):
+    """``extends = "paper.toml"`` beside a file of that name extends the file; a shipped
+    configuration extends shipped ones only, whatever the working folder holds."""
+    (tmp_path / "paper.toml").write_text('extends = "paper"\n[load]\nmass = 1.9\n')
+    child = tmp_path / "child.toml"
+    child.write_text('extends = "paper.toml"\n')
+    assert load_config(child).system.load.mass == pytest.approx(1.9)
+    assert load_config(tmp_path / "paper.toml").system.load.mass == pytest.approx(1.9)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "paper").write_text("")  # a stray file named like a shipped config
+    assert load_config("paper-conditions").system.load.mass == pytest.approx(1.4)
+    assert load_config("paper.toml").system.load.mass == pytest.approx(1.9)  # the file here first

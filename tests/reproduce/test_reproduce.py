@@ -224,3 +224,22 @@ def test_a_flight_of_table_1_rests_the_load_below_its_eight():
             shift, abs=1e-4
         )
     parse_flight(after, example)  # still a valid flight file
+
+
+def test_a_folder_made_under_other_settings_of_the_conditions_is_refused(tmp_path):
+    """The conditions' settings are part of the folder's stamp: a folder made when `paper`
+    meant another setup (here, 2500 rad/s rotors) is not resumed."""
+    from cableload_sim.reproduce.runner import Reproduction
+
+    out = tmp_path / "old"
+    out.mkdir()
+    settings = [s for s in condition_settings("paper") if not s.startswith("quadrotor.rotor.speed_max")]
+    (out / "reproduction.json").write_text(
+        json.dumps({"quick": False, "conditions": "paper", "settings": settings})
+    )
+    with pytest.raises(OutputExistsError, match="speed_max=3000.0"):
+        Reproduction(out, progress=False)
+    stamp = json.loads((out / "reproduction.json").read_text())
+    stamp["settings"] = condition_settings("paper")
+    (out / "reproduction.json").write_text(json.dumps(stamp))
+    Reproduction(out, progress=False)  # the same settings: resumed
