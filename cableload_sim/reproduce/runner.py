@@ -44,6 +44,9 @@ from .tables import (
     page_names,
 )
 
+LOCK_FILE = ".lock"
+"""Held while a call reads or writes the folder's stamp."""
+
 RUN_FILE = "reproduction.json"
 """What the output folder was made with (quick, conditions): a resume must match it."""
 
@@ -73,19 +76,24 @@ class Reproduction:
             "settings": condition_settings(self.conditions),
         }
         path = self.out / RUN_FILE
-        if path.exists():
-            stored = json.loads(path.read_text())
-            if {k: stored.get(k) for k in stamp} != stamp:
+        fresh = not self.out.exists() or not any(self.out.iterdir())
+        self.out.mkdir(parents=True, exist_ok=True)
+        # two calls started together on one folder: one writes the stamp, the other reads it
+        with open(self.out / LOCK_FILE, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if path.exists():
+                stored = json.loads(path.read_text())
+                if {k: stored.get(k) for k in stamp} != stamp:
+                    raise OutputExistsError(
+                        f"{self.out} holds a reproduction made with {stored!r}; expected {stamp!r} "
+                        "to resume it: give another --out or the same options"
+                    )
+            elif not fresh and any(p.name != LOCK_FILE for p in self.out.iterdir()):
                 raise OutputExistsError(
-                    f"{self.out} holds a reproduction made with {stored!r}; expected {stamp!r} to "
-                    "resume it: give another --out or the same options"
+                    f"{self.out} exists and is not a reproduction's folder; give an empty or new --out"
                 )
-        elif self.out.exists() and any(self.out.iterdir()):
-            raise OutputExistsError(
-                f"{self.out} exists and is not a reproduction's folder; give an empty or new --out"
-            )
-        else:
-            atomic_write_json(path, {**stamp, "started": _now()})
+            else:
+                atomic_write_json(path, {**stamp, "started": _now()})
 
     # -- the experiments ------------------------------------------------------------------------
 
@@ -112,10 +120,12 @@ class Reproduction:
     def _add_time(self, key: str, seconds: float) -> None:
         """Add ``seconds`` of wall time spent on experiment ``key`` to the folder's record."""
         path = self.out / RUN_FILE
-        stamp = json.loads(path.read_text())
-        spent = stamp.setdefault("seconds", {})
-        spent[key] = spent.get(key, 0.0) + seconds
-        atomic_write_json(path, stamp)
+        with open(self.out / LOCK_FILE, "w") as lock:  # another call may add its own time
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            stamp = json.loads(path.read_text())
+            spent = stamp.setdefault("seconds", {})
+            spent[key] = spent.get(key, 0.0) + seconds
+            atomic_write_json(path, stamp)
 
     def policy(self, training: Training) -> Path:
         """The policy of ``training``, trained (or its training resumed) when not done."""

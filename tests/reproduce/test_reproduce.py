@@ -243,3 +243,20 @@ def test_a_folder_made_under_other_settings_of_the_conditions_is_refused(tmp_pat
     stamp["settings"] = condition_settings("paper")
     (out / "reproduction.json").write_text(json.dumps(stamp))
     Reproduction(out, progress=False)  # the same settings: resumed
+
+
+def test_calls_started_together_on_one_new_folder_share_it(tmp_path):
+    """Two calls on one folder (each its own tables): whichever comes first writes the stamp,
+    the other resumes it; neither takes the folder for a foreign one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cableload_sim.reproduce.runner import Reproduction
+
+    out = tmp_path / "shared"
+    with ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda _: Reproduction(out, progress=False), range(8)))
+    assert len(made) == 8
+    assert json.loads((out / "reproduction.json").read_text())["conditions"] == "paper"
+    for k in range(8):
+        made[k]._add_time("table_03", 1.0)
+    assert json.loads((out / "reproduction.json").read_text())["seconds"]["table_03"] == 8.0
