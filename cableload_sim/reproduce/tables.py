@@ -233,7 +233,9 @@ def table_1(quick: bool, system: str) -> Experiment:
         note="The paper's values are means of two real flights. Ours are two flights each of `cableload "
         "fly` against `cableload world --hardware` (wall clock, from the ground and back, motion "
         "capture, Wi-Fi delay, batteries, the stock pilot, the scripted operator) when ROS1 is "
-        "installed, else embedded runs under the conditions (the backend column says which).",
+        "installed, else embedded runs under the conditions (the backend column says which). The "
+        "world simulates the paper's setup with its own motion capture and the conditions' Wi-Fi "
+        "delays; its quadrotors fly on their true state.",
     )
 
 
