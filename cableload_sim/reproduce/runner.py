@@ -180,7 +180,8 @@ class Reproduction:
 
     def write_index(self) -> Path:
         """The index page: when, where, how, each experiment's page, the summary, the conditions."""
-        spent = json.loads((self.out / RUN_FILE).read_text()).get("seconds", {})
+        stamp = json.loads((self.out / RUN_FILE).read_text())
+        spent = stamp.get("seconds", {})
         lines = [
             "# The paper's tables reproduced",
             "",
@@ -189,7 +190,10 @@ class Reproduction:
             f"{'quick (shortened) runs' if self.quick else 'full runs'}, conditions `{self.conditions}`.",
             f"- Command: `cableload reproduce{' --quick' if self.quick else ''} "
             f"--conditions {self.conditions} --out {self.out}`",
-            f"- Wall time, every call on this folder together: {sum(spent.values()) / 60:.1f} min"
+            f"- Started {stamp.get('started', 'at an unrecorded time')}: "
+            f"{_minutes_since(stamp.get('started'))} of wall-clock time to this page (calls on one "
+            "folder may run side by side).",
+            f"- Time per table, every call on this folder together: {sum(spent.values()) / 60:.1f} min"
             + (" (only for the tables with a time below)." if spent else " (not recorded).")
             + f" The policies' DAgger runs (collection, training and validation, by their records) "
             f"took {self.training_minutes():.0f} min.",
@@ -289,6 +293,15 @@ def _trained(run_dir: Path, training: Training) -> bool:
         return False
     rounds = json.loads(summary.read_text())
     return len(rounds) >= int(training.config["dagger"]["rounds"])
+
+
+def _minutes_since(started: str | None) -> str:
+    """Minutes from a stamp's ``started`` (``_now``'s form) to now, as text."""
+    try:
+        then = datetime.datetime.strptime(str(started), "%Y-%m-%d %H:%M UTC").replace(tzinfo=datetime.UTC)
+    except ValueError:
+        return "an unknown time"
+    return f"{(datetime.datetime.now(datetime.UTC) - then).total_seconds() / 60:.0f} min"
 
 
 def _now() -> str:
