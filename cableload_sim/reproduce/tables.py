@@ -406,8 +406,9 @@ def table_6(quick: bool, system: str) -> Experiment:
         note=f"A run that brings two quadrotors within {STOP_SEPARATION_M} m is stopped, the paper's cross. "
         + WHY_TIGHTER
         + " The squares, whose error is set by the corners a load on cables cannot turn sharply, come "
-        "closest to the paper (0.45-1.04 in position); the smooth eights, circles and Zandvoort are "
-        "where the tighter tracking shows (0.07-0.43).",
+        "closest to the paper in position (0.44-1.37) and exceed it in orientation (1.4-3.1); the "
+        "smooth eights, circles and Zandvoort are where the tighter tracking shows (0.07-0.88 in "
+        "position).",
     )
 
 
@@ -544,8 +545,8 @@ def table_10(quick: bool, system: str) -> Experiment:
         runs,
         note="On the square the corners set the error, so ours and the paper's agree within a factor "
         "of 2 on every row. The perturbations cost ours less than the paper's (a heavier load, other "
-        "attachments and ropes: 0.46-0.64x the paper's), since its controllers hold their references "
-        "more tightly (Table 2's page).",
+        "attachments and ropes: 0.67-0.70x the paper's in position, 0.46x in orientation), since its "
+        "controllers hold their references more tightly (Table 2's page).",
     )
 
 
