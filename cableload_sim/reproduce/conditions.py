@@ -29,22 +29,27 @@ def condition_config(name: str) -> str:
     return CONDITIONS[name]
 
 
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
+def flat_settings(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A configuration (a TOML document, or ``Config.to_dict``) as ``table.key: value``; an
+    array of tables is named once (``[*]``) when its entries are all alike, else per entry."""
+    if isinstance(value, dict):
+        return {
+            k: v for key, item in value.items() for k, v in flat_settings(item, f"{prefix}{key}.").items()
+        }
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+        stem = prefix.rstrip(".")
+        if all(v == value[0] for v in value):
+            return flat_settings(value[0], f"{stem}[*].")
+        return {k: v for i, item in enumerate(value) for k, v in flat_settings(item, f"{stem}[{i}].").items()}
+    return {prefix.rstrip("."): list(value) if isinstance(value, tuple) else value}
 
 
 def condition_settings(name: str) -> list[str]:
     """What the conditions ``name`` change in the paper's setup, as ``table.key=value``."""
     from cableload_sim.params import read_config_document
 
-    base = _flat(read_config_document(None)[0])
-    mine = _flat(read_config_document(condition_config(name))[0])
+    base = flat_settings(read_config_document(None)[0])
+    mine = flat_settings(read_config_document(condition_config(name))[0])
     return [f"{key}={_toml(value)}" for key, value in mine.items() if base.get(key, object()) != value]
 
 

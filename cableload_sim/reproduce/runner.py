@@ -31,7 +31,7 @@ import numpy as np
 from cableload_sim.errors import OutputExistsError, UsageError
 from cableload_sim.io.files import atomic_write_bytes, atomic_write_json
 
-from .conditions import condition_config, condition_settings
+from .conditions import condition_config, condition_settings, flat_settings
 from .paper import Mark, PaperTable, paper_table
 from .tables import (
     SAME_VALUES,
@@ -244,27 +244,11 @@ class Reproduction:
         return path
 
 
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    """A resolved configuration (``Config.to_dict``) as ``table.key: value``, the quadrotors'
-    and cables' entries named once (``[*]``) when they are all alike."""
-    if isinstance(value, dict):
-        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
-        if all(v == value[0] for v in value):
-            return _flat(value[0], f"{prefix.rstrip('.')}[*].")
-        return {
-            k: v
-            for i, item in enumerate(value)
-            for k, v in _flat(item, f"{prefix.rstrip('.')}[{i}].").items()
-        }
-    return {prefix.rstrip("."): list(value) if isinstance(value, tuple) else value}
-
-
 def _differences(trained: dict[str, Any], flown: dict[str, Any]) -> list[str]:
     """Where two resolved configurations differ: ``key trained (flown flown)``."""
     a, b = (
-        _flat(json.loads(json.dumps(trained, default=float))),
-        _flat(json.loads(json.dumps(flown, default=float))),
+        flat_settings(json.loads(json.dumps(trained, default=float))),
+        flat_settings(json.loads(json.dumps(flown, default=float))),
     )
     return [f"{k} {a.get(k)!r} (flown {b.get(k)!r})" for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
 

@@ -175,7 +175,7 @@ def test_mismatch_changes_only_the_simulated_system(paper_config):
 
 def test_a_config_extends_another_and_shipped_configs_load_by_name(tmp_path):
     """``extends``: a shipped configuration or a file beside it, with only the changes given;
-    ``--config NAME`` for the shipped ones; a cycle, a bad value and an unknown name refused."""
+    ``--config NAME`` for the shipped ones."""
     base = tmp_path / "base.toml"
     base.write_text('extends = "paper"\n[load]\nmass = 1.2\n[cable]\nlength = 1.1\n')
     child = tmp_path / "sub" / "child.toml"
@@ -189,36 +189,40 @@ def test_a_config_extends_another_and_shipped_configs_load_by_name(tmp_path):
     assert load_config("paper") == load_config() == load_config("paper.toml")
     assert load_config("paper-conditions").sensing.enabled and not load_config().sensing.enabled
 
-    loop = tmp_path / "loop.toml"
-    loop.write_text('extends = "loop.toml"\n')
-    with pytest.raises(ConfigError, match="extends itself"):
-        load_config(loop)
-    bad = tmp_path / "bad.toml"
-    bad.write_text("extends = 3\n")
-    with pytest.raises(ConfigError, match=r"bad.toml:extends: expected the name or path .* got 3"):
-        load_config(bad)
+
+@pytest.mark.parametrize(
+    "files, match",
+    [
+        ({"loop.toml": 'extends = "loop.toml"\n'}, "extends itself"),
+        ({"bad.toml": "extends = 3\n"}, r"bad.toml:extends: expected the name or path .* got 3"),
+        (
+            {"missing.toml": 'extends = "nope.toml"\n'},
+            r"missing.toml:extends: 'nope.toml': the file .*nope.toml' does not exist",
+        ),
+        (
+            {
+                "bad_base.toml": 'extends = "paper"\n[load]\nmass = -1.0\n',
+                "bad_child.toml": 'extends = "bad_base.toml"\n',
+            },
+            r"bad_child.toml \(extending .*bad_base.toml \(extending paper.toml\)\)",
+        ),
+        ({"typo.toml": 'extends = "paper"\n[cable]\nlenght = 1.0\n'}, "lenght"),
+    ],
+)
+def test_a_bad_extending_config_is_refused_naming_it(tmp_path, files, match):
+    """A cycle, a bad ``extends``, a missing base, an error in a base (named with the chain)
+    and an unknown key under ``extends`` (the last file written is the one loaded)."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_config(tmp_path / list(files)[-1])
+
+
+def test_an_unknown_configuration_name_is_refused():
     with pytest.raises(
         ConfigError, match=r"'paper-condition' does not exist; expected a TOML file or one of"
     ):
         load_config("paper-condition")
-    missing = tmp_path / "missing.toml"
-    missing.write_text('extends = "nope.toml"\n')
-    with pytest.raises(
-        ConfigError, match=r"missing.toml:extends: 'nope.toml': the file .*nope.toml' does not exist"
-    ):
-        load_config(missing)
-    bad_base = tmp_path / "bad_base.toml"
-    bad_base.write_text('extends = "paper"\n[load]\nmass = -1.0\n')
-    bad_child = tmp_path / "bad_child.toml"
-    bad_child.write_text('extends = "bad_base.toml"\n')
-    with pytest.raises(
-        ConfigError, match=r"bad_child.toml \(extending .*bad_base.toml \(extending paper.toml\)\)"
-    ):
-        load_config(bad_child)
-    typo = tmp_path / "typo.toml"
-    typo.write_text('extends = "paper"\n[cable]\nlenght = 1.0\n')
-    with pytest.raises(ConfigError, match="lenght"):
-        load_config(typo)
 
 
 def test_a_file_of_a_shipped_configurations_name_comes_first_where_it_is_named(tmp_path, monkeypatch):
