@@ -263,6 +263,7 @@ def collect_episode(task: EpisodeTask) -> dict:
         frame=task.config["network"]["frame"],
         prior=task.config["network"]["prior"],
         prior_converge_s=task.config["network"]["prior_converge_s"],
+        error_inputs=task.config["network"].get("error_inputs", False),
     )
     rng = np.random.default_rng(task.seed)
     backend = EmbeddedBackend(config)
@@ -424,7 +425,10 @@ def data_stats(data: dict, residual: bool = True, floor_scale: float = 1.0) -> d
     for name in ("ego", "load", "ref"):
         # an input that barely varies in the data (attitudes while level) must not be blown up:
         # away from the data it would dominate everything
-        out[f"{name}_mean"], out[f"{name}_std"] = stats(data[name], INPUT_STD_FLOOR)
+        floor = np.full(data[name].shape[-1], INPUT_STD_FLOOR)
+        if name == "load":  # the error columns (``error_inputs``) are millimetres
+            floor[LOAD_FEATURES:] = ERROR_STD_FLOOR
+        out[f"{name}_mean"], out[f"{name}_std"] = stats(data[name], floor)
     out["prior_mean"], out["prior_std"] = stats(data["prior"][..., :9], INPUT_STD_FLOOR)
     target = data["target"] - prior_targets(data["prior"]) if residual else data["target"]
     out["out_mean"], out["out_std"] = stats(target, 1e-3)
@@ -435,6 +439,9 @@ def data_stats(data: dict, residual: bool = True, floor_scale: float = 1.0) -> d
 
 INPUT_STD_FLOOR = 0.1
 """Smallest scale of any input feature (m, m/s, rad/s or rotation-matrix entries)."""
+
+ERROR_STD_FLOOR = 1e-3
+"""Smallest scale of the error inputs (``planners.student.ERROR_FEATURES``: m, rad, m/s)."""
 
 OUTPUT_STD_FLOOR = np.array([0.05] * 3 + [0.5] * 3 + [0.2] * 3 + [1.0] * 3)
 """Smallest scales of p (m), w (rad/s), v (m/s), a (m/s^2) in the loss."""
@@ -547,7 +554,7 @@ def dataset_bytes(config: TrainConfig, n_uavs: int, planner_rate_hz: float) -> f
     """Bytes of the aggregated dataset after the last round: every quadrotor labelled at every
     decision of every episode (what training holds in memory)."""
     history = config.network.history
-    per_sample = 4 * history * (EGO_FEATURES + LOAD_FEATURES) + N_NODES * RECORD_BYTES_PER_NODE
+    per_sample = 4 * history * (EGO_FEATURES + config.network.load_width) + N_NODES * RECORD_BYTES_PER_NODE
     d = config.dagger
     decisions = d.rounds * d.episodes_per_round * d.episode_s * planner_rate_hz
     return decisions * n_uavs * per_sample
@@ -637,6 +644,7 @@ def evaluate_episode(task: EvaluationTask) -> tuple[float, float, str]:
         prior=net.config.prior,
         prior_converge_s=net.config.prior_converge_s,
         hover_calibration=task.hover_calibration,
+        error_inputs=net.config.error_inputs,
     )
     result = run_episode(
         make_backend("embedded", system_config),

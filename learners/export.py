@@ -33,6 +33,7 @@ from cableload_sim.io.files import atomic_write_bytes
 from learners.network import NetworkConfig, StudentNet
 from planners.student import (
     EGO_FEATURES,
+    ERROR_FEATURES,
     LOAD_FEATURES,
     PRIOR_CONVERGE_S,
     PRIOR_FEATURES,
@@ -111,8 +112,11 @@ class PolicySystemWarning(UserWarning):
     """A policy flown on a system other than the one it was trained for (or not recorded)."""
 
 
-def _interface() -> dict:
-    return {
+def _interface(config: NetworkConfig | None = None) -> dict:
+    """The observation and output layout a network of ``config`` reads and writes (the error
+    columns only for one with ``error_inputs``: networks without them read what they always
+    did)."""
+    interface = {
         "format": FORMAT,
         "ego_features": EGO_FEATURES,
         "load_features": LOAD_FEATURES,
@@ -120,6 +124,9 @@ def _interface() -> dict:
         "prior_features": PRIOR_FEATURES,
         "nodes": N_NODES,
     }
+    if config is not None and config.error_inputs:
+        interface["error_features"] = ERROR_FEATURES
+    return interface
 
 
 def _plain(value: Any) -> Any:
@@ -138,7 +145,7 @@ def checkpoint_bytes(net: StudentNet, extra: dict | None = None) -> bytes:
     buffer = io.BytesIO()
     torch.save(
         {
-            "interface": _interface(),
+            "interface": _interface(net.config),
             "network": net.config.to_dict(),
             "state_dict": net.state_dict(),
             **_plain(extra or {}),
@@ -185,7 +192,12 @@ def save_checkpoint(path: Path, net: StudentNet, extra: dict | None = None) -> N
 
 def network_from_checkpoint(data: dict, source: str) -> StudentNet:
     interface = data.get("interface")
-    expected = _interface()
+    network = data.get("network")
+    expected = _interface(
+        NetworkConfig(error_inputs=True)
+        if isinstance(network, dict) and network.get("error_inputs") is True
+        else None
+    )
     if interface != expected:
         differences = {
             k: (interface or {}).get(k) for k in expected if (interface or {}).get(k) != expected[k]
@@ -249,7 +261,7 @@ class TorchPolicy:
         fn = self._traced.get(batch)
         if fn is None:
             h = self.net.config.history
-            example = _example(batch, h)
+            example = _example(batch, h, self.net.config.load_width)
             with torch.inference_mode():
                 fn = torch.jit.trace(self.net, example, strict=False, check_trace=False)
                 fn = torch.jit.freeze(fn)
@@ -290,17 +302,17 @@ class _OnnxWrapper(torch.nn.Module):
 INPUTS = ("ego", "load", "ref", "prior")
 
 
-def _example(batch: int, history: int) -> tuple:
+def _example(batch: int, history: int, load_width: int = LOAD_FEATURES) -> tuple:
     return (
         torch.zeros(batch, history, EGO_FEATURES),
-        torch.zeros(batch, history, LOAD_FEATURES),
+        torch.zeros(batch, history, load_width),
         torch.zeros(batch, N_NODES, REF_FEATURES),
         torch.zeros(batch, N_NODES, PRIOR_FEATURES),
     )
 
 
 def export_onnx(net: StudentNet, path: Path) -> None:
-    example = _example(2, net.config.history)
+    example = _example(2, net.config.history, net.config.load_width)
     buffer = io.BytesIO()
     torch.onnx.export(
         _OnnxWrapper(net.eval()),
@@ -375,7 +387,7 @@ def export_policy(
     out_dir = Path(out_dir)
     save_checkpoint(out_dir / "student.pt", net, {"info": info or {}})
     export_onnx(net, out_dir / "student.onnx")
-    facts = {"network": net.config.to_dict(), "interface": _interface(), **_plain(info or {})}
+    facts = {"network": net.config.to_dict(), "interface": _interface(net.config), **_plain(info or {})}
     if system is not None:
         facts["system"] = _plain(dataclasses.asdict(system))
     atomic_write_bytes(out_dir / "policy.json", json.dumps(facts, indent=1, default=float).encode())
@@ -531,6 +543,7 @@ def student_planner(
         prior=prior,
         hover_calibration=calibrate,
         prior_converge_s=converge,
+        error_inputs=data.get("network", {}).get("error_inputs", False) is True,
     )
     if planner.hover_calibration:
         for i in range(config.system.n_uavs):

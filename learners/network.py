@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from cableload_sim.horizon import HORIZON_S, N_NODES, node_offsets
-from planners.student import EGO_FEATURES, LOAD_FEATURES, PRIOR_CONVERGE_S, REF_FEATURES
+from planners.student import EGO_FEATURES, ERROR_FEATURES, LOAD_FEATURES, PRIOR_CONVERGE_S, REF_FEATURES
 
 EGO_INPUTS = {
     "full": tuple(range(EGO_FEATURES)),
@@ -94,6 +94,16 @@ class NetworkConfig:
     """What of the quadrotor's own history the network sees (``EGO_INPUTS``): ``full``; ``pose``
     (its velocity and body rates hidden, so that it cannot copy the motion it is making); or
     ``none`` (the ego stream hidden: the plan from the load, the reference and the prior)."""
+    error_inputs: bool = False
+    """The load stream also carries, per past observation, the load's position and attitude
+    errors to the reference and the quadrotor's position and velocity less its slot's
+    (``planners.student.ERROR_FEATURES``), each normalized by its own spread: the millimetre
+    errors the teacher feeds back, which in the metre-scale features are lost."""
+
+    @property
+    def load_width(self) -> int:
+        """Columns of the load stream's input."""
+        return LOAD_FEATURES + (ERROR_FEATURES if self.error_inputs else 0)
 
     def __post_init__(self):
         if self.ego_inputs not in EGO_INPUTS:
@@ -132,6 +142,8 @@ class NetworkConfig:
             raise ValueError(f"zero_init: expected true or false, got {self.zero_init!r}")
         if not isinstance(self.residual, bool):
             raise ValueError(f"residual: expected true or false, got {self.residual!r}")
+        if not isinstance(self.error_inputs, bool):
+            raise ValueError(f"error_inputs: expected true or false, got {self.error_inputs!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -228,7 +240,7 @@ class StudentNet(nn.Module):
         super().__init__()
         self.config = config
         self.ego = StreamEncoder(EGO_FEATURES, config.history, config)
-        self.load = StreamEncoder(LOAD_FEATURES, config.history, config)
+        self.load = StreamEncoder(config.load_width, config.history, config)
         # the reference is read from its far end back to now, so its "last step" is the present
         self.ref = StreamEncoder(REF_FEATURES + (PRIOR_INPUTS if config.residual else 0), N_NODES, config)
         self.fuse = nn.Sequential(
@@ -251,7 +263,7 @@ class StudentNet(nn.Module):
         # normalization statistics (set from data by ``set_normalization``)
         for name, size in (
             ("ego", EGO_FEATURES),
-            ("load", LOAD_FEATURES),
+            ("load", config.load_width),
             ("ref", REF_FEATURES),
             ("prior", PRIOR_INPUTS),
         ):

@@ -54,6 +54,13 @@ EGO_FEATURES = 18  # p (3), v (3), attitude 6D (6), body rates (3), cable end on
 LOAD_FEATURES = 12  # p relative to now (3), attitude 6D (6), cable end on the load (3)
 REF_FEATURES = 18  # p (3), v (3), a (3), attitude 6D (6), body rates (3)
 PRIOR_FEATURES = 15  # p relative to the own position (3), v (3), a (3), jerk (3), body rates (3)
+ERROR_FEATURES = 12
+"""Columns a policy with ``error_inputs`` reads after the load stream's own, per past
+observation: the load's position less the reference's (3), the load's attitude error to the
+reference's (the rotation vector of q_L q_ref^-1, world axes, 3), the quadrotor's position less
+its slot's in the formation it plans relative to (3) and its velocity less the slot's (3). They
+are millimetres where every other feature is metres: apart, each is normalized by its own
+spread, and the feedback the teacher applies to them can be learnt."""
 PRIOR_CONVERGE_S = 0.5
 """Time constant (s) with which the prior plan joins the formation slot from where the
 quadrotor is (formation-tilt made to start there flies eight-medium at 0.018 m / 2.8 deg)."""
@@ -201,6 +208,27 @@ def _world_rows(uav_p, uav_v, uav_q, uav_omega, cable_uav_end, load_p, load_q, c
 
 
 @njit(cache=True)
+def _error_row(load_p, load_q, uav_p, uav_v, ref_p, ref_q, slot_p, slot_v, out):
+    """One observation's ``ERROR_FEATURES`` (world axes) into ``out`` (12,)."""
+    # q_e = q_L q_r^-1: the load's attitude error as a rotation in world axes
+    lw, lx, ly, lz = load_q[0], load_q[1], load_q[2], load_q[3]
+    rw, rx, ry, rz = ref_q[0], -ref_q[1], -ref_q[2], -ref_q[3]
+    ew = lw * rw - lx * rx - ly * ry - lz * rz
+    ex = lw * rx + lx * rw + ly * rz - lz * ry
+    ey = lw * ry - lx * rz + ly * rw + lz * rx
+    ez = lw * rz + lx * ry - ly * rx + lz * rw
+    s = math.sqrt(ex * ex + ey * ey + ez * ez)
+    if ew < 0.0:  # the shorter way round
+        ew, ex, ey, ez = -ew, -ex, -ey, -ez
+    scale = 2.0 * math.atan2(s, ew) / s if s > 1e-12 else 2.0 / max(ew, 1e-12)
+    for c in range(3):
+        out[c] = load_p[c] - ref_p[c]
+        out[6 + c] = uav_p[c] - slot_p[c]
+        out[9 + c] = uav_v[c] - slot_v[c]
+    out[3], out[4], out[5] = scale * ex, scale * ey, scale * ez
+
+
+@njit(cache=True)
 def _turn_rows(x, vectors, axes):
     """The first ``vectors`` 3-vectors of every row of ``x`` (k, f) times ``axes``, in place."""
     for k in range(x.shape[0]):
@@ -318,6 +346,7 @@ def load_kernels() -> None:
     q = np.array([1.0, 0.0, 0.0, 0.0])
     z3 = np.zeros(3)
     _world_rows(z3, z3, q, z3, z3, z3, q, z3, ego_ring[0], load_ring[0])
+    _error_row(z3, q, z3, z3, z3, q, z3, z3, np.empty(ERROR_FEATURES))
     nodes = np.zeros((N_NODES, 3))
     quats = np.zeros((N_NODES, 4))
     quats[:, 0] = 1.0
@@ -357,23 +386,34 @@ def load_kernels() -> None:
 class ObservationEncoder:
     """Keeps one quadrotor's observation history and encodes it with the reference."""
 
-    def __init__(self, history: int, frame: str = "world"):
+    def __init__(self, history: int, frame: str = "world", errors: bool = False):
         if history < 1:
             raise ValueError(f"history: expected at least 1 past observation, got {history}")
         if frame not in FRAMES:
             raise ValueError(f"frame: expected one of {FRAMES}, got {frame!r}")
         self.history = history
         self.frame = frame
+        self.errors = errors
+        """Append ``ERROR_FEATURES`` to the load stream (a policy with ``error_inputs``)."""
         # the last ``history`` observations' features in the world frame, a ring: ``head`` is
         # where the next goes, ``count`` how many are held
         self.ego_ring = np.empty((history, EGO_FEATURES))
         self.load_ring = np.empty((history, LOAD_FEATURES))
+        # their errors to the reference and the slot, world axes, written when each is encoded
+        # (an observation pushed but never encoded keeps the error encoded before it)
+        self.error_ring = np.zeros((history, ERROR_FEATURES))
         self.reset()
+
+    @property
+    def load_width(self) -> int:
+        """Columns of the encoded load stream."""
+        return LOAD_FEATURES + (ERROR_FEATURES if self.errors else 0)
 
     def reset(self) -> None:
         self.head = 0
         self.count = 0
         self.newest: LocalObservation | None = None
+        self.error_ring[:] = 0.0
 
     def push(self, obs: LocalObservation) -> bool:
         """Take in ``obs``; a non-finite one is left out of the history (returns False)."""
@@ -392,6 +432,7 @@ class ObservationEncoder:
             self.load_ring[self.head],
         ):
             return False
+        self.error_ring[self.head] = self.error_ring[(self.head - 1) % self.history]
         self.head = (self.head + 1) % self.history
         self.count = min(self.count + 1, self.history)
         self.newest = obs
@@ -443,6 +484,8 @@ class ObservationEncoder:
             ref,
             prior_features,
         )
+        if self.errors:
+            load = np.hstack([load, self._error_history(newest, reference_sample, slot, axes)])
         return EncodedObservation(
             ego=ego,
             load=load,
@@ -452,6 +495,29 @@ class ObservationEncoder:
             t=newest.t,
             axes=axes,
         )
+
+    def _error_history(self, newest: LocalObservation, reference_sample, slot, axes) -> np.ndarray:
+        """(history, ERROR_FEATURES), oldest first as the other streams (the oldest repeated
+        where the history is short), in the frame's axes; the newest row is computed here from
+        the reference and the slot at the decision's time (their first node)."""
+        c = np.ascontiguousarray
+        _error_row(
+            c(newest.load_p, dtype=float),
+            c(newest.load_q, dtype=float),
+            c(newest.uav_p, dtype=float),
+            c(newest.uav_v, dtype=float),
+            c(reference_sample.p[0], dtype=float),
+            c(reference_sample.q[0], dtype=float),
+            c(slot.p[0], dtype=float),
+            c(slot.v[0], dtype=float),
+            self.error_ring[(self.head - 1) % self.history],
+        )
+        history, count = self.history, self.count
+        rows = [(self.head - count + max(r - (history - count), 0)) % history for r in range(history)]
+        errors = self.error_ring[rows]
+        if self.frame == "world":
+            return errors
+        return (errors.reshape(history, 4, 3) @ axes).reshape(history, ERROR_FEATURES)
 
 
 def _encode_numpy(
@@ -484,11 +550,11 @@ def _encode_numpy(
     )
 
 
-def _unusable(obs: LocalObservation, history: int) -> EncodedObservation:
+def _unusable(obs: LocalObservation, history: int, load_width: int = LOAD_FEATURES) -> EncodedObservation:
     nan = np.full
     return EncodedObservation(
         ego=nan((history, EGO_FEATURES), np.nan),
-        load=nan((history, LOAD_FEATURES), np.nan),
+        load=nan((history, load_width), np.nan),
         ref=nan((N_NODES, REF_FEATURES), np.nan),
         prior=nan((N_NODES, PRIOR_FEATURES), np.nan),
         origin=np.asarray(obs.uav_p, dtype=float),
@@ -532,6 +598,7 @@ class StudentPlanner:
         prior: str = "formation-tilt",
         aero: AeroParams | None = None,
         prior_converge_s: float = PRIOR_CONVERGE_S,
+        error_inputs: bool = False,
     ):
         if prior not in PRIORS:
             raise ValueError(f"prior: expected one of {PRIORS}, got {prior!r}")
@@ -539,6 +606,8 @@ class StudentPlanner:
         self.policy = policy
         self.history = history
         self.frame = frame
+        self.error_inputs = error_inputs
+        """The policy reads ``ERROR_FEATURES`` after the load stream's own."""
         self.bounds = bounds or PlanBounds()
         self.hover_calibration = hover_calibration
         self._hover_residuals: dict[int, np.ndarray] = {}  # (5, nodes, 3), _OUTPUTS order
@@ -566,7 +635,9 @@ class StudentPlanner:
         return cls(config.system, policy, history, **{"aero": config.aero, **kwargs})
 
     def reset(self) -> None:
-        self.encoders = [ObservationEncoder(self.history, self.frame) for _ in range(self.system.n_uavs)]
+        self.encoders = [
+            ObservationEncoder(self.history, self.frame, self.error_inputs) for _ in range(self.system.n_uavs)
+        ]
         # each quadrotor's own estimate of the load's transient error (formation-follow)
         self.followers = (
             [LoadFollower() for _ in range(self.system.n_uavs)] if self.prior.follower is not None else None
@@ -604,7 +675,7 @@ class StudentPlanner:
         quadrotor calls this with what it alone observes). ``shared`` caches the reference
         and the formation slots over the horizon between quadrotors planning at one time."""
         if not self.encoders[i].push(obs):
-            return _unusable(obs, self.history)
+            return _unusable(obs, self.history, self.encoders[i].load_width)
         shared = {} if shared is None else shared
         if "slots" not in shared:
             shared["slots"] = self.prior.slot_arrays_and_sample(obs.t, reference)
@@ -701,7 +772,7 @@ class StudentPlanner:
                 self.rho[i],
                 self.attach[i],
             )
-            encoder = ObservationEncoder(self.history, self.frame)
+            encoder = ObservationEncoder(self.history, self.frame, self.error_inputs)
             encoder.push(obs)
             e = encoder.encode(reference, slots[i], self.prior, sample)
             out = self.policy(e.ego[None], e.load[None], e.ref[None], e.prior[None])

@@ -403,3 +403,107 @@ def test_hidden_ego_inputs_do_not_reach_the_plan(tmp_path, ego_inputs):
     assert "ego_mask" not in net.state_dict()  # derived from the config, so old checkpoints load
     with pytest.raises(ValueError, match=r"ego_inputs: expected one of full, pose, none, got 'speed'"):
         NetworkConfig(ego_inputs="speed")
+
+
+def test_error_inputs_carry_the_load_and_slot_errors_at_their_own_scale(paper_config):
+    """With ``error_inputs`` the load stream's last ``ERROR_FEATURES`` columns are, per past
+    observation, the load's position and attitude errors to the reference at that time and the
+    quadrotor's position and velocity less its slot's, in the frame's axes; the oldest repeats
+    while the history is short, as the other streams' rows do."""
+    from cableload_sim.rotations import quat_from_yaw, quat_multiply
+    from cableload_sim.trajectories import Hover
+    from planners.student import ERROR_FEATURES, LOAD_FEATURES
+
+    sim, _ = hover_state(paper_config)
+    state = sim.world_state()
+    reference = Hover(state.load_p.copy())
+    never = lambda *args: None  # noqa: E731
+    for frame in ("world", "load-yaw"):
+        planner = StudentPlanner.from_config(paper_config, never, 4, frame=frame, error_inputs=True)
+        plain = StudentPlanner.from_config(paper_config, never, 4, frame=frame)
+        offsets = ([0.002, -0.001, 0.0005], [0.004, 0.003, -0.001])
+        yaw = 0.02  # rad: the load turned about the vertical, away from the reference's yaw
+        for k, offset in enumerate(offsets):
+            moved = dataclasses.replace(
+                state,
+                t=state.t + 0.1 * k,
+                load_p=state.load_p + offset,
+                load_q=quat_multiply(quat_from_yaw(yaw * (k + 1)), state.load_q),
+            )
+            encoded = planner.observe(moved, reference)[0]
+            base = plain.observe(moved, reference)[0]
+        assert encoded.load.shape == (4, LOAD_FEATURES + ERROR_FEATURES)
+        np.testing.assert_array_equal(encoded.load[:, :LOAD_FEATURES], base.load)
+        errors = encoded.load[:, LOAD_FEATURES:] @ np.kron(np.eye(4), encoded.axes.T)  # to world
+        slots = planner.prior.slot_plans(moved.t, reference)
+        np.testing.assert_allclose(errors[-1, 0:3], offsets[1], atol=1e-12)
+        np.testing.assert_allclose(errors[-1, 3:6], [0.0, 0.0, 2 * yaw], atol=1e-9)
+        np.testing.assert_allclose(errors[-1, 6:9], moved.uav_p[0] - slots[0].p[0], atol=1e-12)
+        np.testing.assert_allclose(errors[-1, 9:12], moved.uav_v[0] - slots[0].v[0], atol=1e-12)
+        np.testing.assert_allclose(errors[-2, 0:3], offsets[0], atol=1e-12)
+        np.testing.assert_allclose(errors[-2, 3:6], [0.0, 0.0, yaw], atol=1e-9)
+        np.testing.assert_array_equal(errors[0], errors[-2])  # two held: the oldest repeats
+
+
+def test_a_network_with_error_inputs_reads_them_and_exports_them(tmp_path, paper_config):
+    """``network.error_inputs``: the network reads the error columns (its ONNX export and
+    traced policy too, giving the same plans), records them in its interface, and flies in a
+    student planner; a checkpoint without them still loads as before, and one that claims them
+    with an interface that lacks them is refused."""
+    from planners.student import ERROR_FEATURES, LOAD_FEATURES
+
+    torch.manual_seed(0)
+    net = StudentNet(NetworkConfig(history=4, error_inputs=True)).eval()
+    gen = torch.Generator().manual_seed(1)
+    inputs = [
+        torch.randn(2, 4, 18, generator=gen),
+        torch.randn(2, 4, LOAD_FEATURES + ERROR_FEATURES, generator=gen),
+        torch.randn(2, 21, 18, generator=gen),
+        torch.randn(2, 21, 15, generator=gen),
+    ]
+    changed = inputs[1].clone()
+    changed[..., LOAD_FEATURES:] += 1.0
+    with torch.no_grad():
+        assert not torch.allclose(net(*inputs)["p"], net(inputs[0], changed, *inputs[2:])["p"])
+    export_policy(net, tmp_path)
+    onnx, history, data = load_policy(tmp_path, "onnx")
+    assert history == 4 and data["interface"]["error_features"] == ERROR_FEATURES
+    traced, _, _ = load_policy(tmp_path, "torch")
+    numpy_inputs = [x.numpy() for x in inputs]
+    np.testing.assert_allclose(onnx(*numpy_inputs)["p"], traced(*numpy_inputs)["p"], atol=1e-5)
+    planner = StudentPlanner.from_config(paper_config, traced, 4, error_inputs=True)
+    sim, _ = hover_state(paper_config)
+    plans = planner.plan(sim.world_state(), make_reference("eight-medium"))
+    assert all(np.isfinite(plan.p).all() for plan in plans)
+    plain = StudentNet(NetworkConfig(history=4))
+    save_checkpoint(tmp_path / "plain.pt", plain)
+    assert load_checkpoint(tmp_path / "plain.pt")[0].config.error_inputs is False
+    claimed = torch.load(tmp_path / "student.pt", weights_only=True)
+    del claimed["interface"]["error_features"]
+    torch.save(claimed, tmp_path / "claimed.pt")
+    with pytest.raises(IncompatibleCheckpoint, match="error_features"):
+        load_checkpoint(tmp_path / "claimed.pt")
+    with pytest.raises(ValueError, match="error_inputs: expected true or false, got 'yes'"):
+        NetworkConfig(error_inputs="yes")  # type: ignore[arg-type]
+
+
+def test_error_inputs_are_normalized_by_their_own_spread():
+    """The error columns keep their own scale (floored at ``ERROR_STD_FLOOR``, not the
+    features' 0.1): millimetre errors reach the network at about unit size."""
+    from learners.dagger import ERROR_STD_FLOOR, INPUT_STD_FLOOR, data_stats
+    from planners.student import ERROR_FEATURES, LOAD_FEATURES
+
+    rng = np.random.default_rng(0)
+    samples = 500
+    load = rng.normal(size=(samples, 4, LOAD_FEATURES + ERROR_FEATURES)) * 0.002
+    data = {
+        "ego": rng.normal(size=(samples, 4, 18)),
+        "load": load,
+        "ref": rng.normal(size=(samples, 21, 18)),
+        "prior": rng.normal(size=(samples, 21, 15)),
+        "target": rng.normal(size=(samples, 21, 12)),
+    }
+    stats = data_stats(data)
+    assert np.all(stats["load_std"][:LOAD_FEATURES] == INPUT_STD_FLOOR)
+    assert np.all(stats["load_std"][LOAD_FEATURES:] > ERROR_STD_FLOOR)
+    assert np.all(stats["load_std"][LOAD_FEATURES:] < 0.0025)
