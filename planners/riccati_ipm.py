@@ -158,10 +158,17 @@ def backward_substitute(L, Y):
 
 
 @njit(cache=CACHE)
-def constraint_terms(Q, q, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, D, E):
+def constraint_terms(Q, q, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, D, E, dense_row):
     """Add the elastic interior-point terms of one node's constraints to its Hessian ``Q`` and
     gradient ``q``; store each constraint's ``D`` and ``e``. ``H`` is given by its values
-    ``Hv`` and a row-wise index (``hr_ptr``, columns ``hr_col``, value positions ``hr_nz``)."""
+    ``Hv`` and a row-wise index (``hr_ptr``, columns ``hr_col``, value positions ``hr_nz``).
+    The Hessian terms ``H' diag(1/D) H`` are added one constraint at a time to the lower
+    triangle, with the constraint's row laid out dense in the scratch ``dense_row`` (nx,) so
+    that the inner loop runs over contiguous memory; the upper triangle is mirrored once.
+    Added through the column indices on both sides, they took 90 % of a nine quadrotors'
+    Newton step (117 constraints of about 60 columns each at every node)."""
+    nx = dense_row.size
+    touched = False
     for r in range(h.size):
         s, sigma = elastic_slacks(h[r], rho[r], mu[r])
         zr = z[r]
@@ -175,11 +182,21 @@ def constraint_terms(Q, q, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, D, E):
         for a in range(start, stop):
             q[hr_col[a]] += Hv[hr_nz[a]] * weight * e
         if weight > SKIP_WEIGHT:
+            for c in range(nx):
+                dense_row[c] = 0.0
             for a in range(start, stop):
-                va = weight * Hv[hr_nz[a]]
+                dense_row[hr_col[a]] = Hv[hr_nz[a]]
+            for a in range(start, stop):
                 ca = hr_col[a]
-                for b in range(start, stop):
-                    Q[ca, hr_col[b]] += va * Hv[hr_nz[b]]
+                va = weight * Hv[hr_nz[a]]
+                target = Q[ca]
+                for c in range(ca + 1):
+                    target[c] += va * dense_row[c]
+            touched = True
+    if touched:  # mirror the lower triangle into the upper
+        for a in range(nx):
+            for b in range(a):
+                Q[b, a] = Q[a, b]
 
 
 @njit(cache=CACHE)
@@ -211,7 +228,9 @@ def dual_update(h, Hdx, z, rho, mu, D, tau, dz, alpha_p, alpha_d):
 
 
 @njit(cache=CACHE)
-def _node_qp(j, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En, regularization):
+def _node_qp(
+    j, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En, regularization, dense_row
+):
     """P, p <- Hessian and gradient of node j: cost, regularization, constraint terms."""
     nx = p.size
     for a in range(nx):
@@ -235,6 +254,7 @@ def _node_qp(j, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho
         mu[j - 1],
         Dn[j - 1],
         En[j - 1],
+        dense_row,
     )
 
 
@@ -323,7 +343,28 @@ def newton_step(
     Y = np.empty((nu, nx + 1))
     tmp = np.empty(nx)
 
-    _node_qp(N, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En, regularization)
+    dense_row = np.empty(nx)  # constraint_terms' scratch
+    _node_qp(
+        N,
+        P,
+        p,
+        q,
+        Qv,
+        Q_rows,
+        Q_ptr,
+        h,
+        Hv,
+        hr_ptr,
+        hr_col,
+        hr_nz,
+        z,
+        rho,
+        mu,
+        Dn,
+        En,
+        regularization,
+        dense_row,
+    )
     for k in range(N - 1, -1, -1):
         # P, p: cost-to-go at node k+1
         for a in range(nx):
@@ -365,17 +406,41 @@ def newton_step(
         forward_substitute(L, Y)  # L^-1 [Hux, hu]
         csc_t_vec(Av[k], A_rows, A_ptr, Pdp, tmp)  # A'(P d + p)
         _node_qp(
-            k, P, p, q, Qv, Q_rows, Q_ptr, h, Hv, hr_ptr, hr_col, hr_nz, z, rho, mu, Dn, En, regularization
+            k,
+            P,
+            p,
+            q,
+            Qv,
+            Q_rows,
+            Q_ptr,
+            h,
+            Hv,
+            hr_ptr,
+            hr_col,
+            hr_nz,
+            z,
+            rho,
+            mu,
+            Dn,
+            En,
+            regularization,
+            dense_row,
         )
         for a in range(nx):
             p[a] += tmp[a]
             for c in range(nu):
                 p[a] -= Y[c, a] * Y[c, nx]
             for b in range(a + 1):
-                acc = S[a, b]
-                for c in range(nu):
-                    acc -= Y[c, a] * Y[c, b]
-                P[a, b] += acc
+                P[a, b] += S[a, b]
+        # the rank-nu update -Y'Y, lower triangle, one row of Y at a time: contiguous inner
+        # loops (through Y's columns, strided, it took 40 % of a nine quadrotors' Newton step)
+        for c in range(nu):
+            yc = Y[c]
+            for a in range(nx):
+                ya = yc[a]
+                target = P[a]
+                for b in range(a + 1):
+                    target[b] -= ya * yc[b]
         for a in range(nx):
             for b in range(a):
                 P[b, a] = P[a, b]
