@@ -264,6 +264,7 @@ def collect_episode(task: EpisodeTask) -> dict:
         prior=task.config["network"]["prior"],
         prior_converge_s=task.config["network"]["prior_converge_s"],
         error_inputs=task.config["network"].get("error_inputs", False),
+        prior_from_state=task.config["network"].get("prior_from_state", False),
     )
     rng = np.random.default_rng(task.seed)
     backend = EmbeddedBackend(config)
@@ -645,6 +646,7 @@ def evaluate_episode(task: EvaluationTask) -> tuple[float, float, str]:
         prior_converge_s=net.config.prior_converge_s,
         hover_calibration=task.hover_calibration,
         error_inputs=net.config.error_inputs,
+        prior_from_state=net.config.prior_from_state,
     )
     result = run_episode(
         make_backend("embedded", system_config),

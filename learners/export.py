@@ -544,6 +544,7 @@ def student_planner(
         hover_calibration=calibrate,
         prior_converge_s=converge,
         error_inputs=data.get("network", {}).get("error_inputs", False) is True,
+        prior_from_state=data.get("network", {}).get("prior_from_state", False) is True,
     )
     if planner.hover_calibration:
         for i in range(config.system.n_uavs):

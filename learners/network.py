@@ -100,6 +100,11 @@ class NetworkConfig:
     (``planners.student.ERROR_FEATURES``), each normalized by its own spread: the millimetre
     errors the teacher feeds back, which in the metre-scale features are lost."""
 
+    prior_from_state: bool = False
+    """The prior starts at the quadrotor's velocity as well as its position and joins its slot
+    critically damped, as a teacher's plan starts at the state it saw: the residual then holds
+    no copy of the quadrotor's own velocity (``FormationPlanner.anchored``)."""
+
     @property
     def load_width(self) -> int:
         """Columns of the load stream's input."""
@@ -144,6 +149,8 @@ class NetworkConfig:
             raise ValueError(f"residual: expected true or false, got {self.residual!r}")
         if not isinstance(self.error_inputs, bool):
             raise ValueError(f"error_inputs: expected true or false, got {self.error_inputs!r}")
+        if not isinstance(self.prior_from_state, bool):
+            raise ValueError(f"prior_from_state: expected true or false, got {self.prior_from_state!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -699,23 +699,31 @@ class FormationPlanner:
             return np.zeros(3)
         return follower.offset(t, load_p, reference_p)
 
-    def anchored(self, plan: UavTrajectory, position: np.ndarray) -> UavTrajectory:
+    def anchored(
+        self, plan: UavTrajectory, position: np.ndarray, velocity: np.ndarray | None = None
+    ) -> UavTrajectory:
         """The slot plan made to start at ``position`` and join the slot exponentially:
         ``p(t) = slot(t) + (position - slot(t0)) exp(-(t - t0) / converge_s)``, derivatives
-        exact (body rates left as the slot's)."""
+        exact (body rates left as the slot's). With ``velocity`` it starts there too and joins
+        critically damped: ``p(t) = slot(t) + (e + (e_v + e / tau) (t - t0)) exp(-(t - t0) /
+        tau)``, with e and e_v the position and velocity less the slot's at t0."""
         tau = self.converge_s
         if tau is None:
             raise ValueError("anchored: this planner was made without converge_s")
         gap = np.asarray(position, dtype=float) - plan.p[0]
-        g = np.exp(-(plan.t - plan.t[0]) / tau)[:, None]
-        return UavTrajectory(
-            plan.t,
-            plan.p + gap * g,
-            plan.v - gap * g / tau,
-            plan.a + gap * g / tau**2,
-            plan.j - gap * g / tau**3,
-            plan.body_rates,
-        )
+        elapsed = (plan.t - plan.t[0])[:, None]
+        g = np.exp(-elapsed / tau)
+        if velocity is None:
+            e0 = gap * g
+            e1, e2, e3 = -e0 / tau, e0 / tau**2, -e0 / tau**3
+        else:
+            gap_v = np.asarray(velocity, dtype=float) - plan.v[0]
+            b = gap_v + gap / tau
+            e0 = (gap + b * elapsed) * g
+            e1 = (gap_v - b * elapsed / tau) * g
+            e2 = (-(b + gap_v) / tau + b * elapsed / tau**2) * g
+            e3 = ((2.0 * b + gap_v) / tau**2 - b * elapsed / tau**3) * g
+        return UavTrajectory(plan.t, plan.p + e0, plan.v + e1, plan.a + e2, plan.j + e3, plan.body_rates)
 
     def slot_plans(self, t: float, reference) -> list[UavTrajectory]:
         """Every quadrotor's slot in the formation over the horizon from ``t`` (reference

@@ -275,17 +275,26 @@ def _encode(
     slot_j,
     slot_w,
     tau,
+    uav_v,
+    from_state,
     ego,
     load,
     ref,
     prior,
 ):
-    """``ObservationEncoder.encode``'s arrays (``_encode_numpy`` in NumPy)."""
+    """``ObservationEncoder.encode``'s arrays (``_encode_numpy`` in NumPy). With
+    ``from_state`` the prior starts at the quadrotor's velocity ``uav_v`` as well as its
+    position and joins its slot critically damped (``FormationPlanner.anchored``)."""
     _history(ego_ring, head, count, load_p, (0, 15), ego)
     _history(load_ring, head, count, load_p, (0, 9), load)
     gap = np.empty(3)
+    gap_v = np.empty(3)  # from_state: the velocity less the slot's
+    lead = np.zeros(3)  # from_state: b of the gap's (gap + b t) exp(-t / tau)
     for c in range(3):
         gap[c] = uav_p[c] - slot_p[0, c]
+        if from_state:
+            gap_v[c] = uav_v[c] - slot_v[0, c]
+            lead[c] = gap_v[c] + gap[c] / tau
     for k in range(ref.shape[0]):
         for c in range(3):
             ref[k, c] = ref_p[k, c] - load_p[c]
@@ -293,13 +302,24 @@ def _encode(
             ref[k, 6 + c] = ref_a[k, c]
             ref[k, 15 + c] = ref_w[k, c]
         _six_d(ref_q[k], ref[k], 9)
-        g = math.exp(-(slot_t[k] - slot_t[0]) / tau)
+        elapsed = slot_t[k] - slot_t[0]
+        g = math.exp(-elapsed / tau)
         for c in range(3):
-            pulled = gap[c] * g
-            prior[k, c] = (slot_p[k, c] + pulled) - uav_p[c]
-            prior[k, 3 + c] = slot_v[k, c] - pulled / tau
-            prior[k, 6 + c] = slot_a[k, c] + pulled / tau**2
-            prior[k, 9 + c] = slot_j[k, c] - pulled / tau**3
+            if from_state:
+                b = lead[c]
+                e0 = (gap[c] + b * elapsed) * g
+                e1 = (gap_v[c] - b * elapsed / tau) * g
+                e2 = (-(b + gap_v[c]) / tau + b * elapsed / tau**2) * g
+                e3 = ((2.0 * b + gap_v[c]) / tau**2 - b * elapsed / tau**3) * g
+            else:
+                e0 = gap[c] * g
+                e1 = -e0 / tau
+                e2 = e0 / tau**2
+                e3 = -e0 / tau**3
+            prior[k, c] = (slot_p[k, c] + e0) - uav_p[c]
+            prior[k, 3 + c] = slot_v[k, c] + e1
+            prior[k, 6 + c] = slot_a[k, c] + e2
+            prior[k, 9 + c] = slot_j[k, c] + e3
             prior[k, 12 + c] = slot_w[k, c]
     if turn:
         _turn_rows(ego, 6, axes)
@@ -372,6 +392,8 @@ def load_kernels() -> None:
         nodes,
         nodes,
         0.5,
+        z3,
+        True,
         np.empty((history, EGO_FEATURES)),
         np.empty((history, LOAD_FEATURES)),
         np.empty((N_NODES, REF_FEATURES)),
@@ -386,7 +408,7 @@ def load_kernels() -> None:
 class ObservationEncoder:
     """Keeps one quadrotor's observation history and encodes it with the reference."""
 
-    def __init__(self, history: int, frame: str = "world", errors: bool = False):
+    def __init__(self, history: int, frame: str = "world", errors: bool = False, from_state: bool = False):
         if history < 1:
             raise ValueError(f"history: expected at least 1 past observation, got {history}")
         if frame not in FRAMES:
@@ -395,6 +417,8 @@ class ObservationEncoder:
         self.frame = frame
         self.errors = errors
         """Append ``ERROR_FEATURES`` to the load stream (a policy with ``error_inputs``)."""
+        self.from_state = from_state
+        """The prior starts at the quadrotor's velocity too (``prior_from_state``)."""
         # the last ``history`` observations' features in the world frame, a ring: ``head`` is
         # where the next goes, ``count`` how many are held
         self.ego_ring = np.empty((history, EGO_FEATURES))
@@ -479,6 +503,8 @@ class ObservationEncoder:
             slot.j,
             slot.body_rates,
             float(prior.converge_s),
+            np.ascontiguousarray(newest.uav_v, dtype=float),
+            self.from_state,
             ego,
             load,
             ref,
@@ -527,6 +553,7 @@ def _encode_numpy(
     reference_sample,
     slot: UavTrajectory,
     prior: FormationPlanner,
+    from_state: bool = False,
 ) -> EncodedObservation:
     """``ObservationEncoder.encode`` in NumPy expressions, from the observations held (oldest
     first): the kernels' definition, which tests compare them with."""
@@ -536,7 +563,7 @@ def _encode_numpy(
     ego = _in_load_frame([_ego_world(f) for f in frames], _EGO_POSITIONS, load_p)
     load = _in_load_frame([_load_world(f) for f in frames], _LOAD_POSITIONS, load_p)
     ref = _reference_features(reference_sample, load_p)
-    anchored = prior.anchored(slot, newest.uav_p)
+    anchored = prior.anchored(slot, newest.uav_p, newest.uav_v if from_state else None)
     prior_features = np.hstack(
         [anchored.p - newest.uav_p, anchored.v, anchored.a, anchored.j, anchored.body_rates]
     )
@@ -599,6 +626,7 @@ class StudentPlanner:
         aero: AeroParams | None = None,
         prior_converge_s: float = PRIOR_CONVERGE_S,
         error_inputs: bool = False,
+        prior_from_state: bool = False,
     ):
         if prior not in PRIORS:
             raise ValueError(f"prior: expected one of {PRIORS}, got {prior!r}")
@@ -608,6 +636,8 @@ class StudentPlanner:
         self.frame = frame
         self.error_inputs = error_inputs
         """The policy reads ``ERROR_FEATURES`` after the load stream's own."""
+        self.prior_from_state = prior_from_state
+        """The prior starts at each quadrotor's velocity as well as its position."""
         self.bounds = bounds or PlanBounds()
         self.hover_calibration = hover_calibration
         self._hover_residuals: dict[int, np.ndarray] = {}  # (5, nodes, 3), _OUTPUTS order
@@ -636,7 +666,8 @@ class StudentPlanner:
 
     def reset(self) -> None:
         self.encoders = [
-            ObservationEncoder(self.history, self.frame, self.error_inputs) for _ in range(self.system.n_uavs)
+            ObservationEncoder(self.history, self.frame, self.error_inputs, self.prior_from_state)
+            for _ in range(self.system.n_uavs)
         ]
         # each quadrotor's own estimate of the load's transient error (formation-follow)
         self.followers = (
@@ -772,7 +803,7 @@ class StudentPlanner:
                 self.rho[i],
                 self.attach[i],
             )
-            encoder = ObservationEncoder(self.history, self.frame, self.error_inputs)
+            encoder = ObservationEncoder(self.history, self.frame, self.error_inputs, self.prior_from_state)
             encoder.push(obs)
             e = encoder.encode(reference, slots[i], self.prior, sample)
             out = self.policy(e.ego[None], e.load[None], e.ref[None], e.prior[None])

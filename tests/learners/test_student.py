@@ -226,8 +226,8 @@ def test_the_load_yaw_frame_turns_the_plans_back_to_the_world(paper_config, net)
             np.testing.assert_allclose(getattr(plan, name) @ R.T, getattr(other, name), atol=1e-9)
 
 
-@pytest.mark.parametrize("frame", ["world", "load-yaw"])
-def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config, net, frame):
+@pytest.mark.parametrize("frame, from_state", [("world", False), ("load-yaw", False), ("load-yaw", True)])
+def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config, net, frame, from_state):
     """A decision's compiled encoding (short history repeated, then full) and its output in
     world components with the bounds check give what the NumPy expressions give, to rounding;
     an output out of bounds or non-finite is refused as ``PlanBounds.violation`` refuses it."""
@@ -237,7 +237,9 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
 
     reference = make_reference("eight-medium", orientation="zero-sideslip")
     sim, rng = hover_state(paper_config)
-    planner = StudentPlanner.from_config(paper_config, TorchPolicy(net), 4, frame=frame)
+    planner = StudentPlanner.from_config(
+        paper_config, TorchPolicy(net), 4, frame=frame, prior_from_state=from_state
+    )
     seen = []
     for step in range(6):
         state = sim.world_state()
@@ -250,7 +252,8 @@ def test_compiled_encoding_and_output_match_their_numpy_definitions(paper_config
         seen.append(obs)
         encoded = planner.observe_local(1, obs, reference)
         times, slots, sample = planner.prior.slot_arrays_and_sample(obs.t, reference)
-        expected = _encode_numpy(seen[-4:], 4, frame, sample, slot_of(times, slots, 1), planner.prior)
+        slot = slot_of(times, slots, 1)
+        expected = _encode_numpy(seen[-4:], 4, frame, sample, slot, planner.prior, from_state)
         for name in ("ego", "load", "ref", "prior", "axes"):
             np.testing.assert_allclose(
                 getattr(encoded, name),
@@ -507,3 +510,54 @@ def test_error_inputs_are_normalized_by_their_own_spread():
     assert np.all(stats["load_std"][:LOAD_FEATURES] == INPUT_STD_FLOOR)
     assert np.all(stats["load_std"][LOAD_FEATURES:] > ERROR_STD_FLOOR)
     assert np.all(stats["load_std"][LOAD_FEATURES:] < 0.0025)
+
+
+def test_a_prior_from_the_state_starts_at_the_velocity_and_joins_its_slot():
+    """``prior_from_state``: the anchored slot starts at the quadrotor's position and velocity,
+    its v, a and j are the derivatives of its p, it joins the slot (at the horizon's end, six
+    time constants on, the gap is under 5 % of its largest), and started at the velocity the
+    position-only prior has there, it is that prior."""
+    from cableload_sim.horizon import node_times
+    from cableload_sim.params import load_config
+    from cableload_sim.physics.world import UavTrajectory
+    from planners.formation import FormationPlanner
+
+    config = load_config(None)
+    formation = FormationPlanner(config.system, tilt=True, converge_s=0.3)
+    t = node_times(0.0)
+    slot = UavTrajectory(
+        t,
+        np.stack([0.5 * t, np.sin(t), 1.0 + 0 * t], axis=1),
+        np.stack([0.5 + 0 * t, np.cos(t), 0 * t], axis=1),
+        np.stack([0 * t, -np.sin(t), 0 * t], axis=1),
+        np.stack([0 * t, -np.cos(t), 0 * t], axis=1),
+        np.zeros((t.size, 3)),
+    )
+    position, velocity = np.array([0.02, -0.01, 1.03]), np.array([0.3, 1.4, -0.2])
+    plan = formation.anchored(slot, position, velocity)
+    np.testing.assert_allclose(plan.p[0], position, atol=1e-15)
+    np.testing.assert_allclose(plan.v[0], velocity, atol=1e-15)
+    fine = np.linspace(0.0, t[-1], 4001)
+    dense = formation.anchored(
+        UavTrajectory(
+            fine,
+            np.stack([0.5 * fine, np.sin(fine), 1.0 + 0 * fine], axis=1),
+            np.stack([0.5 + 0 * fine, np.cos(fine), 0 * fine], axis=1),
+            np.stack([0 * fine, -np.sin(fine), 0 * fine], axis=1),
+            np.stack([0 * fine, -np.cos(fine), 0 * fine], axis=1),
+            np.zeros((fine.size, 3)),
+        ),
+        position,
+        velocity,
+    )
+    for low, high in (("p", "v"), ("v", "a"), ("a", "j")):
+        derivative = np.gradient(getattr(dense, low), fine, axis=0)
+        np.testing.assert_allclose(derivative[5:-5], getattr(dense, high)[5:-5], atol=2e-3, err_msg=high)
+    gap = np.linalg.norm(plan.p - slot.p, axis=1)
+    assert gap[-1] < 0.05 * gap.max()
+    plain = formation.anchored(slot, position)
+    same = formation.anchored(slot, position, plain.v[0])
+    for name in ("p", "v", "a", "j"):
+        np.testing.assert_allclose(getattr(same, name), getattr(plain, name), atol=1e-12, err_msg=name)
+    with pytest.raises(ValueError, match="prior_from_state: expected true or false, got 1"):
+        NetworkConfig(prior_from_state=1)  # type: ignore[arg-type]
