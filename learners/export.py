@@ -112,10 +112,9 @@ class PolicySystemWarning(UserWarning):
     """A policy flown on a system other than the one it was trained for (or not recorded)."""
 
 
-def _interface(config: NetworkConfig | None = None) -> dict:
-    """The observation and output layout a network of ``config`` reads and writes (the error
-    columns only for one with ``error_inputs``: networks without them read what they always
-    did)."""
+def _interface(error_inputs: bool = False) -> dict:
+    """The observation and output layout a network reads and writes (the error columns only
+    for one with ``error_inputs``: networks without them read what they always did)."""
     interface = {
         "format": FORMAT,
         "ego_features": EGO_FEATURES,
@@ -124,7 +123,7 @@ def _interface(config: NetworkConfig | None = None) -> dict:
         "prior_features": PRIOR_FEATURES,
         "nodes": N_NODES,
     }
-    if config is not None and config.error_inputs:
+    if error_inputs:
         interface["error_features"] = ERROR_FEATURES
     return interface
 
@@ -145,7 +144,7 @@ def checkpoint_bytes(net: StudentNet, extra: dict | None = None) -> bytes:
     buffer = io.BytesIO()
     torch.save(
         {
-            "interface": _interface(net.config),
+            "interface": _interface(net.config.error_inputs),
             "network": net.config.to_dict(),
             "state_dict": net.state_dict(),
             **_plain(extra or {}),
@@ -193,11 +192,7 @@ def save_checkpoint(path: Path, net: StudentNet, extra: dict | None = None) -> N
 def network_from_checkpoint(data: dict, source: str) -> StudentNet:
     interface = data.get("interface")
     network = data.get("network")
-    expected = _interface(
-        NetworkConfig(error_inputs=True)
-        if isinstance(network, dict) and network.get("error_inputs") is True
-        else None
-    )
+    expected = _interface(isinstance(network, dict) and network.get("error_inputs") is True)
     if interface != expected:
         differences = {
             k: (interface or {}).get(k) for k in expected if (interface or {}).get(k) != expected[k]
@@ -387,7 +382,11 @@ def export_policy(
     out_dir = Path(out_dir)
     save_checkpoint(out_dir / "student.pt", net, {"info": info or {}})
     export_onnx(net, out_dir / "student.onnx")
-    facts = {"network": net.config.to_dict(), "interface": _interface(net.config), **_plain(info or {})}
+    facts = {
+        "network": net.config.to_dict(),
+        "interface": _interface(net.config.error_inputs),
+        **_plain(info or {}),
+    }
     if system is not None:
         facts["system"] = _plain(dataclasses.asdict(system))
     atomic_write_bytes(out_dir / "policy.json", json.dumps(facts, indent=1, default=float).encode())
