@@ -242,9 +242,11 @@ def test_a_bad_measurement_gain_is_refused_naming_it():
 
 def test_a_plan_that_was_not_flown_is_not_planned_from(paper_config):
     """After ``not_flown`` (DAgger: the student flew this decision) the next plan starts from
-    the measurements alone: the load, the cable directions and the measured cable rates and
-    tensions, not the rates and tensions of the teacher's own unflown plan."""
+    the measurements: the load, the cable directions and the measured cable rates and
+    tensions, not the rates and tensions of the teacher's own unflown plan. Only what no
+    sensor gives, the rates' derivatives and the tensions' rate, comes from that plan; once."""
     from cableload_sim.physics.simulator import Simulator
+    from planners.teacher_model import C_DDRATE, C_DRATE, C_DTENSION, C_TENSION, cable_offset
 
     sim = Simulator(paper_config)
     teacher = TeacherPlanner.from_config(paper_config)
@@ -253,9 +255,21 @@ def test_a_plan_that_was_not_flown_is_not_planned_from(paper_config):
         teacher.plan(sim.world_state(), reference)
         sim.advance(100)
     state = sim.world_state()
-    assert teacher._flown_at(state.t) is not None, (state.t, teacher.flown)
+    planned = teacher._flown_at(state.t)
+    assert planned is not None, (state.t, teacher.flown)
     blended = teacher.initial_state(state)
     teacher.not_flown()
     measured = teacher.initial_state(state)
-    np.testing.assert_allclose(measured, teacher._measured_state(state, None))
+    alone = teacher._measured_state(state, None)
+    unmeasured = np.zeros(measured.size, dtype=bool)
+    for i in range(paper_config.system.n_uavs):
+        o = cable_offset(i)
+        unmeasured[o + C_DRATE : o + C_TENSION] = True
+        unmeasured[o + C_DTENSION] = True
+    np.testing.assert_allclose(measured[~unmeasured], alone[~unmeasured])
+    np.testing.assert_allclose(measured[unmeasured], planned[unmeasured])
+    assert np.abs(planned[unmeasured]).max() > 1e-3  # the cables accelerate on the eight
     assert np.abs(measured - blended).max() > 1e-6
+    # used once: with no plan at all (a flight's start), they are zero
+    teacher.flown = None
+    np.testing.assert_allclose(teacher.initial_state(state), alone)
