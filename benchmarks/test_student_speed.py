@@ -1,7 +1,8 @@
-"""Student inference: one plan for one quadrotor on one thread (target <= 3 ms median with
-torch, less with onnxruntime; the paper: 97 ms on a Raspberry Pi 5 CPU, 27 ms on a laptop GPU).
+"""Student inference: one plan for one quadrotor on one thread (the paper: 97 ms on a Raspberry
+Pi 5 CPU, 27 ms on a laptop GPU).
 
-``policy`` times the network alone (traced torch or onnxruntime, batch of one quadrotor);
+``policy`` times the network alone (traced torch, onnxruntime or the pass compiled with numba,
+``learners.numba_policy``, the default; batch of one quadrotor);
 ``planner`` times everything the quadrotors do per decision in one process (encoding each
 observation history, the formation prior computed once for all, the network on the batch, the
 bounds check): divide by the number of quadrotors. ``decision`` times one quadrotor deciding
@@ -47,7 +48,7 @@ def _planner_at_hover(policy_dir, runtime):
     return policy, planner, sim.world_state(), make_reference("eight-medium")
 
 
-@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+@pytest.mark.parametrize("runtime", ["torch", "onnx", "numba"])
 def test_student_policy_time(benchmark, policy_dir, runtime):
     policy, planner, state, reference = _planner_at_hover(policy_dir, runtime)
     encoded = planner.observe(state, reference)[0]
@@ -59,7 +60,7 @@ def test_student_policy_time(benchmark, policy_dir, runtime):
     assert all(np.isfinite(out[k]).all() for k in ("p", "v", "a", "j", "w"))
 
 
-@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+@pytest.mark.parametrize("runtime", ["torch", "onnx", "numba"])
 def test_student_planner_time_per_quadrotor(benchmark, policy_dir, runtime):
     _, planner, state, reference = _planner_at_hover(policy_dir, runtime)
     for _ in range(20):
@@ -70,8 +71,10 @@ def test_student_planner_time_per_quadrotor(benchmark, policy_dir, runtime):
 
 
 @pytest.mark.parametrize("which", ["specialist", "generalist"])
-def test_student_decision_of_one_quadrotor(benchmark, which, policy_dir):
-    """Encoding, prior, network (onnxruntime, one thread) and bounds for quadrotor 0 alone."""
+@pytest.mark.parametrize("runtime", ["onnx", "numba"])
+def test_student_decision_of_one_quadrotor(benchmark, which, runtime, policy_dir):
+    """Encoding, prior, network (onnxruntime on one thread, or compiled) and bounds for
+    quadrotor 0 alone."""
     from learners.export import student_planner
 
     directory = policy_dir if which == "specialist" else GENERALIST_POLICIES[3]
@@ -79,7 +82,7 @@ def test_student_decision_of_one_quadrotor(benchmark, which, policy_dir):
         pytest.skip(f"no exported policy in {directory}")
     torch.set_num_threads(1)
     config = load_config(None)
-    planner = student_planner(config, directory, "onnx")
+    planner = student_planner(config, directory, runtime)
     sim = Simulator(config)
     sim.advance(100)
     state, reference = sim.world_state(), make_reference("eight-medium")
@@ -109,7 +112,7 @@ def busy_core():
     spinner.wait()
 
 
-@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+@pytest.mark.parametrize("runtime", ["torch", "onnx", "numba"])
 def test_student_decision_with_the_other_core_busy(benchmark, policy_dir, runtime, busy_core):
     """One quadrotor's whole decision, as the command line runs it (torch left at its default
     thread count: the policy pins its own), while another process keeps a core busy."""

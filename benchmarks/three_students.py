@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     parser.add_argument("--students", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--busy", type=int, default=1, help="other CPU-bound processes beside them")
-    parser.add_argument("--runtime", choices=["torch", "onnx"], default="torch")
+    parser.add_argument("--runtime", choices=["torch", "onnx", "numba"], default="torch")
     args = parser.parse_args(argv)
     print(json.dumps(run(args.students, args.seconds, args.busy, args.runtime), indent=1))
     return 0

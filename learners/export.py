@@ -43,10 +43,16 @@ from planners.student import (
 if TYPE_CHECKING:
     from cableload_sim.params import Config, SystemParams
     from cableload_sim.trajectories import LoadReference
+    from learners.numba_policy import NumbaPolicy
     from planners.student import Policy, StudentPlanner
 
 FORMAT = 2  # 2: the formation prior joined the inputs
 OUTPUTS = ("p", "v", "a", "j", "w")
+RUNTIMES = ("auto", "torch", "onnx", "numba")
+"""How a policy's network can run: traced torch, onnxruntime on the exported model, or the
+forward pass compiled with numba (``learners.numba_policy``: the ``pinn`` decoder only);
+``auto``, the fastest that runs the network: numba for the ``pinn`` decoder, torch for the
+``mlp`` baseline."""
 POLICIES = Path(__file__).resolve().parent / "policies"
 SHIPPED_POLICY = POLICIES / "paper-eight-medium"
 """The specialist: three quadrotors, trained on eight-medium (the paper's student)."""
@@ -476,18 +482,24 @@ def check_policy_system(info: dict, system: SystemParams, policy_dir: str | Path
     )
 
 
-def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch") -> tuple[Policy, int, dict]:
+def load_policy(policy_dir: str | Path | None = None, runtime: str = "auto") -> tuple[Policy, int, dict]:
     """(policy callable, history length, checkpoint data) of a policy directory (default: the
     shipped one)."""
     policy_dir = Path(policy_dir) if policy_dir is not None else SHIPPED_POLICY
-    if runtime not in ("torch", "onnx"):
-        raise UsageError(f"runtime: expected 'torch' or 'onnx', got {runtime!r}")
+    if runtime not in RUNTIMES:
+        raise UsageError(f"runtime: expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
     if not policy_dir.is_dir():
         raise InputMissingError(f"policy directory {str(policy_dir)!r} does not exist")
     net, data = load_checkpoint(policy_dir / "student.pt")
-    policy: TorchPolicy | OnnxPolicy
+    if runtime == "auto":
+        runtime = "numba" if net.config.decoder == "pinn" else "torch"
+    policy: TorchPolicy | OnnxPolicy | NumbaPolicy
     if runtime == "torch":
         policy = TorchPolicy(net)
+    elif runtime == "numba":
+        from learners.numba_policy import NumbaPolicy
+
+        policy = NumbaPolicy(net)
     else:
         onnx_path = policy_dir / "student.onnx"
         if not onnx_path.is_file():
@@ -499,7 +511,7 @@ def load_policy(policy_dir: str | Path | None = None, runtime: str = "torch") ->
 def student_planner(
     config: Config,
     policy: str | Path | None = None,
-    runtime: str = "torch",
+    runtime: str = "auto",
     reference: LoadReference | None = None,
     network: bool = True,
 ) -> StudentPlanner:

@@ -3,10 +3,11 @@
 ``make_planner(name, config, **options)`` finds a planner by name and imports what it needs
 only then. An entry point is a class (built by its ``from_config(config, **options)``, or from
 ``config.system``) or a factory ``(config, **options) -> planner``. ``student`` is the factory
-of ``learners.export``, which loads a trained policy (``policy=DIR``, ``runtime="torch"`` or
-``"onnx"``): the one entry that names the learning code, as a string, so that this package never
-imports it and torch loads only when the student is asked for. ``student-prior`` is the same
-student with its network's output zeroed: its bare formation prior.
+of ``learners.export``, which loads a trained policy (``policy=DIR``, ``runtime="auto"``,
+``"numba"``, ``"torch"`` or ``"onnx"``): the one entry that names the learning code, as a
+string, so that this package never imports it and torch loads only when the student is asked
+for. ``student-prior`` is the same student with its network's output zeroed: its bare
+formation prior.
 
 May import: ``cableload_sim``. Imported by: ``backends``, ``learners``, ``hw``,
 ``cableload_sim.cli``.

@@ -606,6 +606,7 @@ def trajectory_from_output(
 
 Policy = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict]
 _OUTPUTS = ("p", "v", "a", "j", "w")
+_INPUTS = ("ego", "load", "ref", "prior")
 """The policy's outputs, in the order of the prior's feature columns (3 each)."""
 
 
@@ -730,14 +731,20 @@ class StudentPlanner:
         plans: list[UavTrajectory | None] = [None] * len(encoded)
         if good:
             start = time.perf_counter()
-            out = self.policy(
-                np.stack([encoded[k].ego for k in good]),
-                np.stack([encoded[k].load for k in good]),
-                np.stack([encoded[k].ref for k in good]),
-                np.stack([encoded[k].prior for k in good]),
-            )
-            self.infer_times.append((time.perf_counter() - start) / len(good))
-            raw = np.stack([np.asarray(out[name], dtype=float) for name in _OUTPUTS], axis=1)
+            inputs: tuple[np.ndarray, ...]
+            if len(good) == 1:  # one quadrotor deciding alone, as a planner node does
+                e = encoded[good[0]]
+                inputs = (e.ego[None], e.load[None], e.ref[None], e.prior[None])
+            else:
+                inputs = tuple(np.stack([getattr(encoded[k], name) for k in good]) for name in _INPUTS)
+            stacked = getattr(self.policy, "stacked", None)
+            if stacked is not None:  # (batch, 5, nodes, 3) at once (learners.numba_policy)
+                raw = stacked(*inputs)
+                self.infer_times.append((time.perf_counter() - start) / len(good))
+            else:
+                out = self.policy(*inputs)
+                self.infer_times.append((time.perf_counter() - start) / len(good))
+                raw = np.stack([np.asarray(out[name], dtype=float) for name in _OUTPUTS], axis=1)
             lo, hi, *limits = self.bounds.limits
             for row, k in enumerate(good):
                 e = encoded[k]

@@ -260,7 +260,7 @@ def _planner_options(name: str, args, references=(), n_uavs: int = 3) -> dict:
 
         chosen = {default_policy(r, n_uavs) for r in references} or {default_policy(None, n_uavs)}
         policy = chosen.pop() if len(chosen) == 1 else default_policy(None, n_uavs)
-    return {"policy": policy, "runtime": getattr(args, "runtime", "torch")}
+    return {"policy": policy, "runtime": getattr(args, "runtime", "auto")}
 
 
 def _flight(args, config, reference):
@@ -931,7 +931,13 @@ def _add_policy(p: argparse.ArgumentParser) -> None:
         "number of quadrotors off eight-medium, when there is one, else the "
         "eight-medium student for that number)",
     )
-    p.add_argument("--runtime", choices=["torch", "onnx"], default="torch", help="student inference runtime")
+    p.add_argument(
+        "--runtime",
+        choices=["auto", "torch", "onnx", "numba"],
+        default="auto",
+        help="student inference runtime (auto: numba, the network compiled, for the pinn "
+        "decoder; torch for the mlp baseline)",
+    )
 
 
 def _add_force(p: argparse.ArgumentParser) -> None:

@@ -246,7 +246,7 @@ def test_a_plan_that_was_not_flown_is_not_planned_from(paper_config):
     tensions, not the rates and tensions of the teacher's own unflown plan. Only what no
     sensor gives, the rates' derivatives and the tensions' rate, comes from that plan; once."""
     from cableload_sim.physics.simulator import Simulator
-    from planners.teacher_model import C_DDRATE, C_DRATE, C_DTENSION, C_TENSION, cable_offset
+    from planners.teacher_model import C_DRATE, C_DTENSION, C_TENSION, cable_offset
 
     sim = Simulator(paper_config)
     teacher = TeacherPlanner.from_config(paper_config)
