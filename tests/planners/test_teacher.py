@@ -273,3 +273,22 @@ def test_a_plan_that_was_not_flown_is_not_planned_from(paper_config):
     # used once: with no plan at all (a flight's start), they are zero
     teacher.flown = None
     np.testing.assert_allclose(teacher.initial_state(state), alone)
+
+
+def test_rows_are_interpolated_as_numpy_interpolates_them():
+    """The compiled interpolation of the warm start equals its NumPy definition bit for bit:
+    inside, at the nodes, and held beyond both ends."""
+    from planners.teacher import _interp_rows
+
+    rng = np.random.default_rng(4)
+    times = np.cumsum(rng.uniform(0.05, 0.15, 21))
+    values = rng.normal(size=(21, 7))
+
+    def numpy_rows(t):
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        k = np.clip(np.searchsorted(times, t, side="right") - 1, 0, times.size - 2)
+        w = np.clip((t - times[k]) / (times[k + 1] - times[k]), 0.0, 1.0)[:, None]
+        return (1.0 - w) * values[k] + w * values[k + 1]
+
+    for t in (times + 0.1, times, times[5], times[0] - 1.0, times[-1] + 1.0, rng.uniform(0.0, 3.0, 50)):
+        np.testing.assert_array_equal(_interp_rows(t, times, values), numpy_rows(t))
