@@ -39,10 +39,10 @@ from planners.student import EGO_FEATURES, PRIOR_FEATURES, REF_FEATURES
     H_SIZE,
 ) = range(13)
 
-# the float offsets stored at meta[H_NORM:]: mean and std of ego, load, ref, prior; the ego mask
-NORM_SLOTS = 9
-# at meta[H_FUSE:]: two linears (W, b each)
-FUSE_SLOTS = 4
+# at meta[H_NORM:] the weights' offsets of the mean and std of ego, load, ref and prior, then
+# of the ego mask; at meta[H_FUSE:] the fusion's two linears (W, b each); at meta[H_DECODER:]
+# the decoder's first linear, time weights, hidden linears, output linear, node times and
+# output statistics (``pack``)
 _OUTPUTS = ("p", "v", "a", "j", "w")
 
 
