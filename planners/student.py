@@ -606,8 +606,9 @@ def trajectory_from_output(
 
 Policy = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict]
 _OUTPUTS = ("p", "v", "a", "j", "w")
-_INPUTS = ("ego", "load", "ref", "prior")
 """The policy's outputs, in the order of the prior's feature columns (3 each)."""
+_INPUTS = ("ego", "load", "ref", "prior")
+"""The policy's inputs, in the order it takes them."""
 
 
 class StudentPlanner:
