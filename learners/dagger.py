@@ -37,7 +37,7 @@ from cableload_sim.io.files import atomic_write_bytes
 from cableload_sim.io.resources import available_memory, gigabytes
 from learners.config import TrainConfig, check_references_flyable, trajectory_specs, validate
 from learners.distribution import ReferenceSpec
-from learners.export import TorchPolicy, checkpoint_bytes, export_policy, load_checkpoint
+from learners.export import checkpoint_bytes, export_policy, load_checkpoint, network_policy
 from learners.network import StudentNet
 from learners.store import RunStore, Samples
 from planners.student import (
@@ -253,7 +253,7 @@ def collect_episode(task: EpisodeTask) -> dict:
     policy: Policy
     if task.policy is not None:
         data = read_checkpoint(task.policy, f"round {task.round_index} policy")
-        policy = flying_policy(network_from_checkpoint(data, f"round {task.round_index} policy"))
+        policy = network_policy(network_from_checkpoint(data, f"round {task.round_index} policy"))
     else:
         policy = _never_called
     student = StudentPlanner.from_config(
@@ -627,17 +627,6 @@ class EvaluationTask:
     hover_calibration: bool
 
 
-def flying_policy(net: StudentNet) -> Policy:
-    """The network as the student flies it in collection and validation: compiled
-    (``learners.numba_policy``) for the ``pinn`` decoder, traced torch for the ``mlp``
-    baseline, as ``--runtime auto`` flies a policy."""
-    if net.config.decoder == "pinn":
-        from learners.numba_policy import NumbaPolicy
-
-        return NumbaPolicy(net)
-    return TorchPolicy(net)
-
-
 def evaluate_episode(task: EvaluationTask) -> tuple[float, float, str]:
     """Fly one validation reference with the student alone: (position RMSE, orientation
     RMSE, status)."""
@@ -650,7 +639,7 @@ def evaluate_episode(task: EvaluationTask) -> tuple[float, float, str]:
     system_config = _system_config(task.system_config, task.uavs, task.overrides)
     student = StudentPlanner.from_config(
         system_config,
-        flying_policy(net),
+        network_policy(net),
         net.config.history,
         frame=net.config.frame,
         prior=net.config.prior,

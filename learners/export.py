@@ -35,6 +35,8 @@ from planners.student import (
     EGO_FEATURES,
     ERROR_FEATURES,
     LOAD_FEATURES,
+    POLICY_INPUTS,
+    POLICY_OUTPUTS,
     PRIOR_CONVERGE_S,
     PRIOR_FEATURES,
     REF_FEATURES,
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from planners.student import Policy, StudentPlanner
 
 FORMAT = 2  # 2: the formation prior joined the inputs
-OUTPUTS = ("p", "v", "a", "j", "w")
+OUTPUTS = POLICY_OUTPUTS
 RUNTIMES = ("auto", "torch", "onnx", "numba")
 """How a policy's network can run: traced torch, onnxruntime on the exported model, or the
 forward pass compiled with numba (``learners.numba_policy``: the ``pinn`` decoder only);
@@ -300,7 +302,7 @@ class _OnnxWrapper(torch.nn.Module):
         return tuple(out[k] for k in OUTPUTS)
 
 
-INPUTS = ("ego", "load", "ref", "prior")
+INPUTS = POLICY_INPUTS
 
 
 def _example(batch: int, history: int, load_width: int = LOAD_FEATURES) -> tuple:
@@ -482,6 +484,21 @@ def check_policy_system(info: dict, system: SystemParams, policy_dir: str | Path
     )
 
 
+def network_policy(net: StudentNet, runtime: str = "auto") -> TorchPolicy | NumbaPolicy:
+    """``net`` as a policy callable on ``runtime`` (``auto``, ``torch`` or ``numba``; the
+    ``onnx`` runtime runs an exported file: ``load_policy``). ``auto``: compiled for the
+    ``pinn`` decoder, traced torch for the ``mlp`` baseline."""
+    if runtime == "auto":
+        runtime = "numba" if net.config.decoder == "pinn" else "torch"
+    if runtime == "torch":
+        return TorchPolicy(net)
+    if runtime == "numba":
+        from learners.numba_policy import NumbaPolicy
+
+        return NumbaPolicy(net)
+    raise UsageError(f"runtime: expected auto, torch or numba for a network, got {runtime!r}")
+
+
 def load_policy(policy_dir: str | Path | None = None, runtime: str = "auto") -> tuple[Policy, int, dict]:
     """(policy callable, history length, checkpoint data) of a policy directory (default: the
     shipped one)."""
@@ -491,15 +508,9 @@ def load_policy(policy_dir: str | Path | None = None, runtime: str = "auto") -> 
     if not policy_dir.is_dir():
         raise InputMissingError(f"policy directory {str(policy_dir)!r} does not exist")
     net, data = load_checkpoint(policy_dir / "student.pt")
-    if runtime == "auto":
-        runtime = "numba" if net.config.decoder == "pinn" else "torch"
     policy: TorchPolicy | OnnxPolicy | NumbaPolicy
-    if runtime == "torch":
-        policy = TorchPolicy(net)
-    elif runtime == "numba":
-        from learners.numba_policy import NumbaPolicy
-
-        policy = NumbaPolicy(net)
+    if runtime != "onnx":
+        policy = network_policy(net, runtime)
     else:
         onnx_path = policy_dir / "student.onnx"
         if not onnx_path.is_file():

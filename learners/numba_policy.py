@@ -20,7 +20,7 @@ from numba import njit
 from cableload_sim.errors import UsageError
 from cableload_sim.horizon import HORIZON_S, N_NODES
 from learners.network import PRIOR_INPUTS, StudentNet
-from planners.student import EGO_FEATURES, PRIOR_FEATURES, REF_FEATURES
+from planners.student import EGO_FEATURES, POLICY_OUTPUTS, PRIOR_FEATURES, REF_FEATURES
 
 # fixed slots of the integer buffer: sizes, then offsets into it (streams) or into the weights
 (
@@ -43,7 +43,6 @@ from planners.student import EGO_FEATURES, PRIOR_FEATURES, REF_FEATURES
 # of the ego mask; at meta[H_FUSE:] the fusion's two linears (W, b each); at meta[H_DECODER:]
 # the decoder's first linear, time weights, hidden linears, output linear, node times and
 # output statistics (``pack``)
-_OUTPUTS = ("p", "v", "a", "j", "w")
 
 
 class _Packer:
@@ -266,7 +265,7 @@ def _tanh_jet(z, nodes, width, out):
 
 @njit(fastmath=True, cache=True)
 def forward(ego, load, ref, prior, wf, meta, out):
-    """The network's physical outputs for a batch: out (batch, 5, nodes, 3) in ``_OUTPUTS``
+    """The network's physical outputs for a batch: out (batch, 5, nodes, 3) in ``POLICY_OUTPUTS``
     order (p, v, a, j, w; float64), as ``StudentNet.forward`` gives them."""
     batch = ego.shape[0]
     history = meta[H_HISTORY]
@@ -382,7 +381,7 @@ class NumbaPolicy:
 
     def __call__(self, ego: np.ndarray, load: np.ndarray, ref: np.ndarray, prior: np.ndarray) -> dict:
         out = self.stacked(ego, load, ref, prior)
-        return {name: out[:, m] for m, name in enumerate(_OUTPUTS)}
+        return {name: out[:, m] for m, name in enumerate(POLICY_OUTPUTS)}
 
     def stacked(self, ego: np.ndarray, load: np.ndarray, ref: np.ndarray, prior: np.ndarray) -> np.ndarray:
         """The outputs as one (batch, 5, nodes, 3) array (p, v, a, j, w)."""

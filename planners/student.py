@@ -605,10 +605,10 @@ def trajectory_from_output(
 
 
 Policy = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict]
-_OUTPUTS = ("p", "v", "a", "j", "w")
+POLICY_OUTPUTS = ("p", "v", "a", "j", "w")
 """The policy's outputs, in the order of the prior's feature columns (3 each)."""
-_INPUTS = ("ego", "load", "ref", "prior")
-"""The policy's inputs, in the order it takes them."""
+POLICY_INPUTS = ("ego", "load", "ref", "prior")
+"""The policy's inputs, in the order it takes them (the exported model's input names)."""
 
 
 class StudentPlanner:
@@ -642,7 +642,7 @@ class StudentPlanner:
         """The prior starts at each quadrotor's velocity as well as its position."""
         self.bounds = bounds or PlanBounds()
         self.hover_calibration = hover_calibration
-        self._hover_residuals: dict[int, np.ndarray] = {}  # (5, nodes, 3), _OUTPUTS order
+        self._hover_residuals: dict[int, np.ndarray] = {}  # (5, nodes, 3), POLICY_OUTPUTS order
         self._no_residual = np.zeros((5, N_NODES, 3))
         load_kernels()
         self._hover: tuple | None = None  # (rest, hover reference, its slots, its samples), made once
@@ -737,7 +737,7 @@ class StudentPlanner:
                 e = encoded[good[0]]
                 inputs = (e.ego[None], e.load[None], e.ref[None], e.prior[None])
             else:
-                inputs = tuple(np.stack([getattr(encoded[k], name) for k in good]) for name in _INPUTS)
+                inputs = tuple(np.stack([getattr(encoded[k], name) for k in good]) for name in POLICY_INPUTS)
             stacked = getattr(self.policy, "stacked", None)
             if stacked is not None:  # (batch, 5, nodes, 3) at once (learners.numba_policy)
                 raw = stacked(*inputs)
@@ -745,7 +745,7 @@ class StudentPlanner:
             else:
                 out = self.policy(*inputs)
                 self.infer_times.append((time.perf_counter() - start) / len(good))
-                raw = np.stack([np.asarray(out[name], dtype=float) for name in _OUTPUTS], axis=1)
+                raw = np.stack([np.asarray(out[name], dtype=float) for name in POLICY_OUTPUTS], axis=1)
             lo, hi, *limits = self.bounds.limits
             for row, k in enumerate(good):
                 e = encoded[k]
@@ -786,10 +786,10 @@ class StudentPlanner:
         load's yaw). Measured on the validation draws (seed 1000003, 40 s): scores 16.4, 29.0,
         23.1 for the generalists of 3, 4, 6 without it, 16.3, 28.3, 21.3 with it."""
         stack = self._hover_residual_stack(i)
-        return {name: stack[c] for c, name in enumerate(_OUTPUTS)}
+        return {name: stack[c] for c, name in enumerate(POLICY_OUTPUTS)}
 
     def _hover_residual_stack(self, i: int) -> np.ndarray:
-        """``hover_residual(i)`` as one (5, nodes, 3) array in ``_OUTPUTS`` order (what
+        """``hover_residual(i)`` as one (5, nodes, 3) array in ``POLICY_OUTPUTS`` order (what
         ``act`` subtracts), measured once."""
         if i not in self._hover_residuals:
             if self._hover is None:  # the rest and its formation: the same for every quadrotor
@@ -818,7 +818,7 @@ class StudentPlanner:
             self._hover_residuals[i] = np.stack(
                 [
                     np.asarray(out[name][0], dtype=float) - e.prior[:, 3 * c : 3 * c + 3]
-                    for c, name in enumerate(_OUTPUTS)
+                    for c, name in enumerate(POLICY_OUTPUTS)
                 ]
             )
         return self._hover_residuals[i]

@@ -590,16 +590,9 @@ def _interp_rows_into(t, times, values, out):  # pragma: no cover
     """``_interp_rows`` into ``out`` (compiled: the warm start interpolates five arrays per
     plan, which NumPy's calls on arrays this small took 0.1 ms for)."""
     last = times.size - 2
+    ks = np.searchsorted(times, t, side="right") - 1  # the last node at or before each t
     for r in range(t.size):
-        # the last node at or before t (searchsorted right, less one), kept in [0, last]
-        lo, hi = 0, times.size
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if times[mid] <= t[r]:
-                lo = mid + 1
-            else:
-                hi = mid
-        k = min(max(lo - 1, 0), last)
+        k = min(max(ks[r], 0), last)
         w = min(max((t[r] - times[k]) / (times[k + 1] - times[k]), 0.0), 1.0)
         for c in range(values.shape[1]):
             out[r, c] = (1.0 - w) * values[k, c] + w * values[k + 1, c]
