@@ -21,7 +21,7 @@ acceleration (1e-4 of it). The thrust vector is ``F_i = m_i (a_i - g) - t_i s_i`
 above the cable's end by the attachment offset turned with the quadrotor's attitude (thrust axis
 z_i, heading +x): p and v exact, a and jerk without the terms of the attitude's angular
 acceleration (0.03 m times a few rad/s^2). The body rates fed forward follow by differential
-flatness with zero yaw rate, without the load's angular jerk in dF_i/dt (``_quad_outputs``).
+flatness with zero yaw rate, without the load's angular jerk in dF_i/dt (``quad_outputs``).
 
 Drag (``[aero]``, nominal coefficients; still air: the teacher knows no wind): the load's box
 takes the simulator's per-face drag ``-c_k |u_k| u_k`` along each load axis (c_k = 1/2 rho C_d
@@ -139,12 +139,12 @@ class LoadCableModel:
         u = ca.SX.sym("u", self.nu)
         self.x_sym, self.u_sym = x, u
         self.f = ca.Function("f", [x, u], [self._dynamics(x, u)], ["x", "u"], ["xdot"])
-        outputs = self._quad_outputs(x)
+        outputs = self.quad_outputs(x)
         self.outputs = ca.Function(
             "outputs", [x], list(outputs), ["x"], ["p", "v", "a", "j", "thrust", "rates"]
         )
         self.positions_thrusts = ca.Function(
-            "positions_thrusts", [x], list(self._positions_thrusts(x)), ["x"], ["p", "thrust"]
+            "positions_thrusts", [x], list(self.positions_thrusts_of(x)), ["x"], ["p", "thrust"]
         )
 
     # -- drag -----------------------------------------------------------------------------------
@@ -232,13 +232,14 @@ class LoadCableModel:
             torque = torque + drag_torque
         return force / self.mass, ca.solve(J, torque)
 
-    def load_jerks(self, x):
-        """Time derivatives of the load acceleration (world) and angular acceleration (body)."""
+    def load_jerks(self, x, accelerations=None):
+        """Time derivatives of the load acceleration (world) and angular acceleration (body)
+        (``accelerations``: those of ``load_accelerations``, computed when None)."""
         q = x[X_QUAT : X_QUAT + 4]
         w = x[X_RATE : X_RATE + 3]
         R = _quat_to_rot(q)
         J = ca.DM(self.inertia)
-        acc, alpha = self.load_accelerations(x)
+        acc, alpha = self.load_accelerations(x) if accelerations is None else accelerations
         dforce = ca.DM.zeros(3)
         dtorque = -ca.cross(alpha, ca.mtimes(J, w)) - ca.cross(w, ca.mtimes(J, alpha))
         if self._load_drag is not None:
@@ -266,20 +267,31 @@ class LoadCableModel:
             parts += [ca.cross(c.r, c.s), c.dr, c.ddr, d3r, c.dt, d2t]
         return ca.vertcat(*parts)
 
-    def _load_motion(self, x):
+    def load_kinematics(self, x):
+        """The load's acceleration, angular acceleration and their derivatives at state x, one
+        12-vector (the argument ``kinematics`` of ``quad_outputs`` and ``positions_thrusts_of``
+        takes it): what couples every quadrotor's outputs to every cable."""
+        accelerations = self.load_accelerations(x)
+        return ca.vertcat(*accelerations, *self.load_jerks(x, accelerations))
+
+    def _load_motion(self, x, kinematics=None):
         """The load's position, velocity, body rates, rotation matrix, acceleration and angular
-        acceleration in state ``x``."""
+        acceleration in state ``x`` (the last two from ``kinematics`` when given)."""
         p = x[X_POS : X_POS + 3]
         v = x[X_VEL : X_VEL + 3]
         w = x[X_RATE : X_RATE + 3]
         R = _quat_to_rot(x[X_QUAT : X_QUAT + 4])
-        acc, alpha = self.load_accelerations(x)
+        if kinematics is None:
+            acc, alpha = self.load_accelerations(x)
+        else:
+            acc, alpha = kinematics[0:3], kinematics[3:6]
         return p, v, w, R, acc, alpha
 
-    def _positions_thrusts(self, x):
+    def positions_thrusts_of(self, x, kinematics=None):
         """Centres of gravity of the quadrotors (n x 3) and their thrust vectors (n x 3): what
-        the path constraints need, as ``outputs`` has them, without its jerk-level terms."""
-        p, v, w, R, acc, alpha = self._load_motion(x)
+        the path constraints need, as ``outputs`` has them, without its jerk-level terms
+        (``kinematics``: the load's, as ``load_kinematics`` gives them; computed when None)."""
+        p, v, w, R, acc, alpha = self._load_motion(x, kinematics)
         ends, thrusts = [], []
         for i, c in enumerate(self.cables(x)):
             rho = ca.DM(self.rho[i])
@@ -299,11 +311,15 @@ class LoadCableModel:
             thrusts.append(thrust.T)
         return ca.vertcat(*ends), ca.vertcat(*thrusts)
 
-    def _quad_outputs(self, x):
+    def quad_outputs(self, x, kinematics=None):
         """Per quadrotor (stacked as n x 3 each): centre-of-gravity position, velocity,
-        acceleration, jerk (world); thrust vector (world); body rates (body, zero yaw rate)."""
-        p, v, w, R, acc, alpha = self._load_motion(x)
-        jerk, dalpha = self.load_jerks(x)
+        acceleration, jerk (world); thrust vector (world); body rates (body, zero yaw rate)
+        (``kinematics``: the load's, as ``load_kinematics`` gives them; computed when None)."""
+        p, v, w, R, acc, alpha = self._load_motion(x, kinematics)
+        if kinematics is None:
+            jerk, dalpha = self.load_jerks(x, (acc, alpha))
+        else:
+            jerk, dalpha = kinematics[6:9], kinematics[9:12]
         rows = {k: [] for k in ("p", "v", "a", "j", "thrust", "rates")}
         for i, c in enumerate(self.cables(x)):
             rho = ca.DM(self.rho[i])

@@ -125,7 +125,7 @@ def thrust_limit(system: SystemParams, params: TeacherParams) -> float:
     return min(q.rotor.max_thrust() for q in system.quadrotors) * params.thrust_margin
 
 
-def constraint_functions(model: LoadCableModel, x, midpoint_offset=0.0):
+def constraint_functions(model: LoadCableModel, x, midpoint_offset=0.0, kinematics=None):
     """The path constraints at one node without their bounds (``constraint_bounds``), in units
     of ``FORCE_UNIT``, ``DISTANCE_UNIT`` or ``TILT_UNIT``: per quadrotor t_i, -t_i, -|F_i|,
     |F_i| (tension, thrust); per pair (i, j), j < i, the distance between their centres of
@@ -142,11 +142,27 @@ def constraint_functions(model: LoadCableModel, x, midpoint_offset=0.0):
     the plan between them (cubic Hermite), and intervals of up to 0.18 s are long enough for a
     formation turning at a few rad/s to dip 0.1 m below the separation half-way while every
     node keeps it (measured on zero-sideslip hairpins). Each node covers the middle of the
-    interval before it, which keeps the constraints stage-wise."""
-    p, thrust = model.positions_thrusts(x)
-    _, v, a, jerk, *_ = model.outputs(x)
+    interval before it, which keeps the constraints stage-wise.
+
+    ``kinematics``: the load's (``LoadCableModel.load_kinematics``); computed from x when
+    None."""
+    return _constraint_rows(model, x, *_quad_points(model, x, midpoint_offset, kinematics))
+
+
+def _quad_points(model: LoadCableModel, x, midpoint_offset, kinematics):
+    """The quadrotors' centres of gravity at the node and ``midpoint_offset`` away, and their
+    thrusts (n x 3 each)."""
+    if kinematics is None:
+        kinematics = model.load_kinematics(x)
+    p, thrust = model.positions_thrusts_of(x, kinematics)
+    _, v, a, jerk, *_ = model.quad_outputs(x, kinematics)
     tau = midpoint_offset
     later = p + tau * v + tau**2 / 2.0 * a + tau**3 / 6.0 * jerk
+    return p, later, thrust
+
+
+def _constraint_rows(model: LoadCableModel, x, p, later, thrust):
+    """``constraint_functions`` from the points of ``_quad_points``."""
     parts = []
     for i in range(model.n):
         t = x[cable_offset(i) + C_TENSION]
@@ -160,6 +176,46 @@ def constraint_functions(model: LoadCableModel, x, midpoint_offset=0.0):
         magnitude = ca.sqrt(ca.sumsqr(thrust[i, :]) + 1e-9)
         parts.append(thrust[i, 2] / magnitude / TILT_UNIT)
     return ca.vertcat(*parts)
+
+
+def constraints_and_jacobian(model: LoadCableModel, x, midpoint_offset=0.0):
+    """``constraint_functions`` at x (an SX symbol) and their Jacobian in x: of two exact
+    graphs, the one with fewer operations.
+
+    Differentiated whole, each row's derivative walks the load's acceleration and jerk through
+    all n cables again, and the Jacobian costs O(n^3) (917 000 operations a node for nine
+    quadrotors with drag). The other graph applies the chain rule in two steps. Each
+    constraint depends on x through the quadrotors' points q (``_quad_points``: centres of
+    gravity at the node and between nodes, thrusts; 9 values a quadrotor), and each point
+    depends on the load, its own cable and the load's kinematics y
+    (``LoadCableModel.load_kinematics``, 12 values, the only coupling to the other cables):
+    dq/dx = dq/dx|_y + dq/dy dy/dx and dh/dx = dh/dx|_q + dh/dq dq/dx, with dq/d(x, y)
+    taken a row at a time in reverse (each row walks its own quadrotor's graph; forward
+    sweeps walked every quadrotor's for each of the load's columns). That costs O(n^2):
+    240 000 operations for nine, but 53 000 against 39 000 for three."""
+    n = model.n
+    h = constraint_functions(model, x, midpoint_offset)
+    direct = (h, ca.jacobian(h, x))
+    y = ca.SX.sym("y", 12)
+    points = ca.vertcat(*(ca.vec(part.T) for part in _quad_points(model, x, midpoint_offset, y)))
+    q = ca.SX.sym("q", points.numel())
+    p, later, thrust = (ca.reshape(q[k * 3 * n : (k + 1) * 3 * n], 3, n).T for k in range(3))
+    h = _constraint_rows(model, x, p, later, thrust)
+    xy = ca.vertcat(x, y)
+    rows = ca.sparsify(ca.vertcat(*(ca.gradient(points[r], xy).T for r in range(points.numel()))))
+    kinematics = model.load_kinematics(x)
+    nx = x.numel()
+    dq = rows[:, :nx] + ca.mtimes(rows[:, nx:], ca.jacobian(kinematics, x))
+    dh = ca.jacobian(h, x) + ca.mtimes(ca.jacobian(h, q), dq)
+    h, dh = ca.substitute([h, dh], [q], [points])
+    chained = tuple(ca.substitute([h, dh], [y], [kinematics]))
+    return min(direct, chained, key=_operation_count)
+
+
+def _operation_count(outputs) -> int:
+    """Operations of an SX graph's evaluation (CasADi's instructions)."""
+    symbols = ca.symvar(ca.veccat(*outputs))
+    return ca.Function("count", symbols, list(outputs)).n_instructions()
 
 
 def constraint_bounds(system: SystemParams, params: TeacherParams) -> np.ndarray:
@@ -320,7 +376,7 @@ class TeacherOCP:
         res = tracking_residuals(self.model, x, ref, sqrt_weight)
         J = ca.jacobian(res, x)
         offset = ca.SX.sym("offset")  # to the middle of the interval before the node (s)
-        h = constraint_functions(self.model, x, offset)
+        h, dh = constraints_and_jacobian(self.model, x, offset)
         node = ca.Function(
             "teacher_node",
             [x, ref, sqrt_weight, offset],
@@ -329,7 +385,7 @@ class TeacherOCP:
                 ca.densify(ca.mtimes(J.T, res)),
                 ca.densify(0.5 * ca.sumsqr(res)),
                 ca.densify(h),
-                ca.jacobian(h, x),
+                dh,
             ],
         )
         X = ca.MX.sym("X", nx, N + 1)
