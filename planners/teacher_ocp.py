@@ -371,7 +371,10 @@ class TeacherOCP:
         dt = ca.SX.sym("dt")
         ref = ca.SX.sym("ref", reference_size(self.n))
         xn = self.model.step_function(self.params.substeps)(x, u, dt)
-        dyn = ca.Function("teacher_dyn", [x, u, dt], [ca.densify(xn), ca.jacobian(xn, x), ca.jacobian(xn, u)])
+        common = {"cse": True}  # one evaluation of each repeated subexpression
+        dyn = ca.Function(
+            "teacher_dyn", [x, u, dt], [ca.densify(xn), ca.jacobian(xn, x), ca.jacobian(xn, u)], common
+        )
         sqrt_weight = ca.SX.sym("w", len(RESIDUAL_WEIGHTS))
         res = tracking_residuals(self.model, x, ref, sqrt_weight)
         J = ca.jacobian(res, x)
@@ -387,6 +390,7 @@ class TeacherOCP:
                 ca.densify(h),
                 dh,
             ],
+            common,
         )
         X = ca.MX.sym("X", nx, N + 1)
         U = ca.MX.sym("U", nu, N)
