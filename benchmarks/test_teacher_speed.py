@@ -16,7 +16,6 @@ from cableload_sim.params import load_config
 from cableload_sim.trajectories import make_reference
 from planners.teacher import TeacherPlanner
 
-
 CONFIG = {3: (), 9: ("cable.length=2.0",)}
 
 

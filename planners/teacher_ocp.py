@@ -193,9 +193,15 @@ def constraints_and_jacobian(model: LoadCableModel, x, midpoint_offset=0.0):
     taken a row at a time in reverse (each row walks its own quadrotor's graph; forward
     sweeps walked every quadrotor's for each of the load's columns). That costs O(n^2):
     240 000 operations for nine, but 53 000 against 39 000 for three."""
-    n = model.n
     h = constraint_functions(model, x, midpoint_offset)
     direct = (h, ca.jacobian(h, x))
+    return min(direct, chained_constraint_jacobian(model, x, midpoint_offset), key=_operation_count)
+
+
+def chained_constraint_jacobian(model: LoadCableModel, x, midpoint_offset=0.0):
+    """``constraint_functions`` and their Jacobian by the chain rule
+    (``constraints_and_jacobian``)."""
+    n = model.n
     y = ca.SX.sym("y", 12)
     points = ca.vertcat(*(ca.vec(part.T) for part in _quad_points(model, x, midpoint_offset, y)))
     q = ca.SX.sym("q", points.numel())
@@ -208,8 +214,8 @@ def constraints_and_jacobian(model: LoadCableModel, x, midpoint_offset=0.0):
     dq = rows[:, :nx] + ca.mtimes(rows[:, nx:], ca.jacobian(kinematics, x))
     dh = ca.jacobian(h, x) + ca.mtimes(ca.jacobian(h, q), dq)
     h, dh = ca.substitute([h, dh], [q], [points])
-    chained = tuple(ca.substitute([h, dh], [y], [kinematics]))
-    return min(direct, chained, key=_operation_count)
+    h, dh = ca.substitute([h, dh], [y], [kinematics])
+    return h, dh
 
 
 def _operation_count(outputs) -> int:

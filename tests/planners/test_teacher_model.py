@@ -31,7 +31,13 @@ from planners.teacher_model import (
     LoadCableModel,
     cable_offset,
 )
-from planners.teacher_ocp import formation_prior, path_constraints
+from planners.teacher_ocp import (
+    chained_constraint_jacobian,
+    constraint_functions,
+    constraints_and_jacobian,
+    formation_prior,
+    path_constraints,
+)
 
 
 def ocp_state(state, n):
@@ -360,3 +366,43 @@ def test_the_cables_weigh_as_much_against_the_load_for_any_number(n):
     per_cable = dataclasses.replace(params, cable_weights_for=0)
     np.testing.assert_allclose(residual_weights(per_cable, n) ** 2, three)
     np.testing.assert_allclose(input_weights(per_cable, n)[:4], input_weights(params, 3)[:4])
+
+
+@pytest.mark.parametrize("n, drag", [(3, False), (4, True), (6, True)])
+def test_constraint_jacobian_by_the_chain_rule_equals_the_direct_one(n, drag):
+    """The chain rule through the quadrotors' points and the load's kinematics gives the
+    same constraints and the same Jacobian as differentiating them whole (at random states
+    near hover, between nodes: both sets of separations); of the two graphs the one with
+    fewer operations is taken, and for six quadrotors with drag the chain rule's has less than
+    half of the other's."""
+    model = LoadCableModel(load_config(uavs=n).system, PAPER_DRAG if drag else None)
+    x = ca.SX.sym("x", model.nx)
+    h = constraint_functions(model, x, -0.05)
+    direct = ca.Function("direct", [x], [h, ca.jacobian(h, x)])
+    chained = ca.Function("chained", [x], list(chained_constraint_jacobian(model, x, -0.05)))
+    chosen = ca.Function("chosen", [x], list(constraints_and_jacobian(model, x, -0.05)))
+    rng = np.random.default_rng(n)
+    hover = hover_geometry(model.system)
+    for _ in range(3):
+        value = np.zeros(model.nx)
+        value[X_POS : X_POS + 3] = rng.normal(size=3)
+        value[X_VEL : X_VEL + 3] = rng.normal(size=3)
+        q0 = np.array([1.0, *(0.05 * rng.normal(size=3))])
+        value[X_QUAT : X_QUAT + 4] = q0 / np.linalg.norm(q0)
+        value[X_RATE:X_LOAD] = 0.3 * rng.normal(size=3)
+        for i in range(n):
+            o = cable_offset(i)
+            s = hover.directions[i] + 0.05 * rng.normal(size=3)
+            value[o + C_DIR : o + C_DIR + 3] = s / np.linalg.norm(s)
+            value[o + C_RATE : o + C_RATE + 9] = 0.5 * rng.normal(size=9)
+            value[o + C_TENSION] = hover.tensions[i] * (1.0 + 0.2 * rng.normal())
+            value[o + C_DTENSION] = rng.normal()
+        h_direct, dh_direct = (np.array(v) for v in direct(value))
+        h_chained, dh_chained = (np.array(v) for v in chained(value))
+        np.testing.assert_allclose(h_chained, h_direct, rtol=1e-12, atol=1e-12)
+        scale = np.abs(dh_direct).max()
+        np.testing.assert_allclose(dh_chained, dh_direct, rtol=1e-9, atol=1e-11 * scale)
+    cheaper = min(direct.n_instructions(), chained.n_instructions())
+    assert chosen.n_instructions() == cheaper
+    if n == 6:
+        assert chained.n_instructions() < direct.n_instructions() / 2
