@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from planners.riccati_ipm import elastic_slacks, newton_step
+from planners.riccati_ipm import (
+    csc_t_dense,
+    csc_t_dense_lower,
+    elastic_slacks,
+    lower_downdate,
+    lower_rank_update,
+    newton_step,
+)
 
 REG = 1e-6
 TAU = 0.99
@@ -208,3 +215,52 @@ def test_elastic_slacks_minimize_the_barrier_penalty(c):
         assert sigma == pytest.approx(-c, rel=1e-3)
     if c > 0.1:
         assert sigma < 1e-4
+
+
+@pytest.mark.parametrize("density", [0.05, 0.3, 1.0])
+def test_blocked_kernels_equal_their_numpy_products(density):
+    """The sweep's kernels, which add up to four rows per pass (and one at a time for the
+    rest), give the products they stand for: M'X and the lower triangle of M'X for sparse M
+    (columns of 0 to 13 nonzeros, so every remainder occurs), the lower triangle of a rank-k
+    downdate for k of 1 to 9, and the lower triangle of a sum of weighted rank-one terms over
+    a subset of its columns, the rows past ``count`` zero."""
+    rng = np.random.default_rng(int(density * 100))
+    n = 13
+    rows, ptr, nnz = random_csc(rng, n, n, density)
+    vals = rng.normal(size=nnz)
+    M = dense(vals, rows, ptr, (n, n))
+    X = rng.normal(size=(n, 7))
+    out = np.full((n, 7), np.nan)
+    csc_t_dense(vals, rows, ptr, X, out)
+    np.testing.assert_allclose(out, M.T @ X, atol=1e-12)
+    P = rng.normal(size=(n, n))
+    P = P + P.T
+    lower = np.full((n, n), np.nan)
+    csc_t_dense_lower(vals, rows, ptr, P @ M, lower)
+    expected = M.T @ P @ M
+    for a in range(n):
+        np.testing.assert_allclose(lower[a, : a + 1], expected[a, : a + 1], atol=1e-11)
+    for k in range(1, 10):
+        Y = rng.normal(size=(k, n + 1))
+        target = P.copy()
+        lower_downdate(target, Y, n)
+        want = P - Y[:, :n].T @ Y[:, :n]
+        for a in range(n):
+            np.testing.assert_allclose(target[a, : a + 1], want[a, : a + 1], atol=1e-12)
+            np.testing.assert_array_equal(target[a, a + 1 :], P[a, a + 1 :])
+    columns = np.array([0, 3, 4, 9, 12], dtype=np.int64)
+    for count in range(1, 5):
+        dense_rows = np.zeros((4, n))
+        coefficients = np.zeros((4, n))
+        dense_rows[:count] = rng.normal(size=(count, n))
+        coefficients[:count] = rng.normal(size=(count, n))
+        target = P.copy()
+        lower_rank_update(target, dense_rows, coefficients, count, columns, columns.size)
+        want = P.copy()
+        for c in range(count):
+            want += np.outer(coefficients[c], dense_rows[c])
+        for a in range(n):
+            if a in columns:
+                np.testing.assert_allclose(target[a, : a + 1], want[a, : a + 1], atol=1e-12)
+            else:
+                np.testing.assert_array_equal(target[a], P[a])
