@@ -287,8 +287,8 @@ def test_constraints_by_hand():
     accelerate), with bounds set so each constraint is violated by a hand-computed amount:
     tension 6.867 N against [7.0, 15] and [0.5, 6.8]; thrust m g + t = 12.753 N against a 10 N
     maximum and a 13 N minimum; centres of gravity as far apart as the attachment points (about
-    0.64 m) against 1 m and its 2 cm margin, in 0.1 m units. Each value is the constraint's
-    margin: negative by exactly the violation."""
+    0.64 m) against the default separation (0.8 m) and its 2 cm margin, in 0.1 m units. Each
+    value is the constraint's margin: negative by exactly the violation."""
     system = load_config(uavs=2).system
     model = LoadCableModel(system)
     x = np.zeros(model.nx)
@@ -320,7 +320,7 @@ def test_constraints_by_hand():
         h = np.array(path_constraints(model, params, x)).ravel()
         np.testing.assert_allclose(h[0:4], expected, atol=1e-9)
         np.testing.assert_allclose(h[4:8], expected, atol=1e-9)
-        assert h[8] == pytest.approx((distance - 1.02) / 0.1)
+        assert h[8] == pytest.approx((distance - params.min_distance - params.separation_margin) / 0.1)
         assert h[8] < 0.0
     relaxed = TeacherParams(min_distance=0.5, separation_margin=0.0)
     assert np.array(path_constraints(model, relaxed, x)).ravel()[8] == pytest.approx((distance - 0.5) / 0.1)
