@@ -57,59 +57,43 @@ def elastic_slacks(c, rho, mu):
     return s, sigma
 
 
+@njit(cache=CACHE, inline="always")
+def _column_product(target, vals, rows, start, stop, X, width):
+    """target[:width] = the sum over the nonzeros ``start..stop-1`` of a compressed column of
+    ``vals[p] X[rows[p], :width]``, four nonzeros at a time: each pass over the target then
+    reads and writes it once for four rows of X (one at a time, the loads and stores of the
+    target bound the loop)."""
+    for j in range(width):
+        target[j] = 0.0
+    p = start
+    while p + 4 <= stop:
+        v0, v1, v2, v3 = vals[p], vals[p + 1], vals[p + 2], vals[p + 3]
+        x0, x1, x2, x3 = X[rows[p]], X[rows[p + 1]], X[rows[p + 2]], X[rows[p + 3]]
+        for j in range(width):
+            target[j] += v0 * x0[j] + v1 * x1[j] + v2 * x2[j] + v3 * x3[j]
+        p += 4
+    while p < stop:
+        v = vals[p]
+        x = X[rows[p]]
+        for j in range(width):
+            target[j] += v * x[j]
+        p += 1
+
+
 @njit(cache=CACHE)
 def csc_t_dense(vals, rows, colptr, X, out):
-    """out = M' X for M in compressed columns (values ``vals``); X dense (rows of M, m).
-
-    Four of a column's nonzeros at a time: each pass over out's row then reads and writes it
-    once for four rows of X (one at a time, the loads and stores of out's row bound the
-    loop)."""
-    nc = colptr.size - 1
+    """out = M' X for M in compressed columns (values ``vals``); X dense (rows of M, m)."""
     m = X.shape[1]
-    for c in range(nc):
-        target = out[c]
-        for j in range(m):
-            target[j] = 0.0
-        p = colptr[c]
-        stop = colptr[c + 1]
-        while p + 4 <= stop:
-            v0, v1, v2, v3 = vals[p], vals[p + 1], vals[p + 2], vals[p + 3]
-            x0, x1, x2, x3 = X[rows[p]], X[rows[p + 1]], X[rows[p + 2]], X[rows[p + 3]]
-            for j in range(m):
-                target[j] += v0 * x0[j] + v1 * x1[j] + v2 * x2[j] + v3 * x3[j]
-            p += 4
-        while p < stop:
-            v = vals[p]
-            x = X[rows[p]]
-            for j in range(m):
-                target[j] += v * x[j]
-            p += 1
+    for c in range(colptr.size - 1):
+        _column_product(out[c], vals, rows, colptr[c], colptr[c + 1], X, m)
 
 
 @njit(cache=CACHE)
 def csc_t_dense_lower(vals, rows, colptr, X, out):
     """The lower triangle (columns 0..c of each row c) of out = M' X, for a product known to
-    be symmetric (``A' P A``): half the work of ``csc_t_dense``, four nonzeros at a time as
-    there."""
-    nc = colptr.size - 1
-    for c in range(nc):
-        target = out[c]
-        for j in range(c + 1):
-            target[j] = 0.0
-        p = colptr[c]
-        stop = colptr[c + 1]
-        while p + 4 <= stop:
-            v0, v1, v2, v3 = vals[p], vals[p + 1], vals[p + 2], vals[p + 3]
-            x0, x1, x2, x3 = X[rows[p]], X[rows[p + 1]], X[rows[p + 2]], X[rows[p + 3]]
-            for j in range(c + 1):
-                target[j] += v0 * x0[j] + v1 * x1[j] + v2 * x2[j] + v3 * x3[j]
-            p += 4
-        while p < stop:
-            v = vals[p]
-            x = X[rows[p]]
-            for j in range(c + 1):
-                target[j] += v * x[j]
-            p += 1
+    be symmetric (``A' P A``): half the work of ``csc_t_dense``."""
+    for c in range(colptr.size - 1):
+        _column_product(out[c], vals, rows, colptr[c], colptr[c + 1], X, c + 1)
 
 
 @njit(cache=CACHE)
